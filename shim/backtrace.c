@@ -1,0 +1,67 @@
+/* Backtrace capture and symbolisation for the report. Symbols come from the dynamic symbol
+ * table (dladdr): static functions and executables linked without -rdynamic show as "??". */
+#define _GNU_SOURCE
+#include "backtrace.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json.h"
+
+#ifdef CG_HAVE_LIBUNWIND
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#endif
+
+#define CG_BACKTRACE_MAX 64
+
+__attribute__((noinline)) int cg_backtrace_capture(void **pcs, int max, int skip)
+{
+#ifdef CG_HAVE_LIBUNWIND
+	void *all[CG_BACKTRACE_MAX + 1];
+	if (max <= 0 || skip < 0)
+		return 0;
+	int want = max + skip + 1;
+	if (want > CG_BACKTRACE_MAX + 1)
+		want = CG_BACKTRACE_MAX + 1;
+	int n = unw_backtrace(all, want);
+	int first = 1 + skip;   /* all[0] is this function */
+	if (n <= first)
+		return 0;
+	n -= first;
+	if (n > max)
+		n = max;
+	memcpy(pcs, all + first, (size_t)n * sizeof pcs[0]);
+	return n;
+#else
+	(void)pcs; (void)max; (void)skip;
+	return 0;
+#endif
+}
+
+void cg_json_backtrace(struct cg_json *j, const char *key, void *const *pcs, int n)
+{
+	cg_json_arr(j, key);
+	for (int i = 0; i < n; i++) {
+		char frame[512];
+		Dl_info info;
+		/* A return address points after the call; pc-1 stays inside the calling function. */
+		uintptr_t pc = (uintptr_t)pcs[i] - 1;
+		if (dladdr((void *)pc, &info) == 0 || info.dli_fname == NULL) {
+			snprintf(frame, sizeof frame, "?? (0x%llx)", (unsigned long long)pc);
+		} else {
+			const char *slash = strrchr(info.dli_fname, '/');
+			const char *lib = slash ? slash + 1 : info.dli_fname;
+			if (info.dli_sname != NULL)
+				snprintf(frame, sizeof frame, "%s+0x%llx (%s)", info.dli_sname,
+				         (unsigned long long)(pc - (uintptr_t)info.dli_saddr), lib);
+			else
+				snprintf(frame, sizeof frame, "?? (%s+0x%llx)", lib,
+				         (unsigned long long)(pc - (uintptr_t)info.dli_fbase));
+		}
+		cg_json_arr_str(j, frame);
+	}
+	cg_json_arr_end(j);
+}

@@ -1,0 +1,60 @@
+#!/bin/sh
+# `cugraft report`: a two-rank pair of hand-written reports renders per rank and merged totals;
+# --json gives the merged summary; a line cut in the middle is named (file:line), the rest is
+# still rendered and the exit status is 1.
+# usage: report.sh CUGRAFT SRCDIR BUILDDIR
+set -u
+CG=$1 DATA=$2/tests/tools/data
+fail() { echo "FAIL: $*"; exit 1; }
+expect() { printf '%s\n' "$1" | grep -qF -- "$2" || { printf '%s\n' "$1"; fail "missing: $2"; }; }
+T=$(mktemp -d) || exit 1
+trap 'rm -rf "$T"' EXIT
+
+out=$("$CG" report "$DATA/rank0.jsonl" "$DATA/rank1.jsonl") || fail "exit $? on good files"
+expect "$out" "(rank 0, pid 4101)"
+expect "$out" "device     NVIDIA H200 · driver 13.0 · CUDA 13.0 · NCCL 2.27.3"
+expect "$out" "options    CUGRAFT_WARMUP=11 CUGRAFT_REPORT=r%r.jsonl"
+expect "$out" "replayed   90.0% of 1000 ops from graphs (15 graph launches, 16 graphs built), 100 eager"
+expect "$out" "fallbacks  sync 7 · divergence 2"
+expect "$out" "first sync: cuStreamSynchronize on stream 1 at op 301"
+expect "$out" "at train_step+0x1c4 (trainer)"
+expect "$out" "first divergence: cuLaunchKernel on stream 1 at op 77 (kernel softmax_fwd)"
+expect "$out" 'expected {"grid":[128,1,1]}'
+expect "$out" "hint: NCCL call: collectives run eagerly"
+expect "$out" "== merged: 2 files"
+expect "$out" "replayed   75.0% of 4000 ops from graphs (60 graph launches, 46 graphs built), 1000 eager"
+expect "$out" "saved      ~9.9 ms host time (estimate)"
+expect "$out" "fallbacks  collective 20 · sync 10 · divergence 2"
+[ "$(printf '%s\n' "$out" | grep -c '^  first sync')" -eq 1 ] || fail "first sync shown more than once"
+echo "text rendering and merged totals"
+
+json=$("$CG" report --json "$DATA/rank0.jsonl" "$DATA/rank1.jsonl") || fail "--json exit $?"
+expect "$json" '"files":2,'
+expect "$json" '"ops":4000,'
+expect "$json" '"ops_replayed":3000,'
+expect "$json" '"replayed_share":0.75'
+expect "$json" '"fallbacks":{"sync":10,"divergence":2,"collective":20}'
+expect "$json" '"kernels":[{"name":"gemm","launches":2100},{"name":"layernorm","launches":1300},{"name":"softmax_fwd","launches":450}]'
+[ "$(printf '%s\n' "$json" | wc -l)" -eq 1 ] || fail "--json is not one line"
+if command -v python3 >/dev/null; then
+	printf '%s\n' "$json" | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "--json is not JSON"
+fi
+echo "--json merged summary"
+
+# A line cut in the middle (line 3), a non-record line (5), and a file ending mid-line.
+{ sed -n 1,2p "$DATA/rank0.jsonl"; sed -n 3p "$DATA/rank0.jsonl" | cut -c1-60;
+  sed -n 4p "$DATA/rank0.jsonl"; echo '[1,2]'; sed -n '5,$p' "$DATA/rank0.jsonl";
+  printf '%s' '{"event":"fallback","reason":"sy'; } > "$T/cut.jsonl"
+out=$("$CG" report "$T/cut.jsonl" 2>"$T/err"); rc=$?
+[ "$rc" -eq 1 ] || fail "exit $rc with bad lines, want 1"
+err=$(cat "$T/err")
+expect "$err" "cut.jsonl:3: unterminated string"
+expect "$err" 'cut.jsonl:5: not a report record (no "event")'
+expect "$err" "cut.jsonl:9: unterminated string at column 31 (the line is cut"
+[ "$(printf '%s\n' "$err" | wc -l)" -eq 3 ] || fail "more errors than bad lines: $err"
+expect "$out" "replayed   90.0% of 1000 ops"
+expect "$out" "first divergence: cuLaunchKernel"
+echo "bad lines named, the rest rendered"
+
+"$CG" report "$T/missing.jsonl" 2>/dev/null; rc=$?
+[ "$rc" -eq 1 ] || fail "missing file exited $rc"

@@ -1,0 +1,229 @@
+/* `cugraft report FILE... [--json]`: renders reports as a summary a person reads in 30 s: per
+ * file (rank) the device and non-default options, the share replayed from graphs, the host time
+ * saved, the fallback reasons by count with the first occurrence of each (api, kernel, stream,
+ * backtrace, hint); then the merged totals. Bad lines are named (file:line) and skipped. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cugraft.h"
+#include "reportfile.h"
+#include "shim/options.h"
+
+/* 13000 -> "13.0"; strings as they are. */
+static void cg_print_version(const char *label, const struct jv *v)
+{
+	if (v == NULL)
+		return;
+	if (v->type == JV_NUM && v->num >= 1000)
+		printf(" %s %d.%d", label, (int)v->num / 1000, ((int)v->num % 1000) / 10);
+	else if (v->type == JV_STR)
+		printf(" %s %s", label, v->str);
+	else if (v->type == JV_NUM)
+		printf(" %s %.0f", label, v->num);
+	else if (v->type == JV_NULL)
+		printf(" %s none", label);
+}
+
+/* The option's value in the header, as the table writes defaults ("1", "64", "warn"). */
+static void cg_option_text(const struct jv *v, char *buf, size_t size)
+{
+	if (v->type == JV_BOOL)
+		snprintf(buf, size, "%d", v->b);
+	else if (v->type == JV_NUM)
+		snprintf(buf, size, "%.0f", v->num);
+	else if (v->type == JV_STR)
+		snprintf(buf, size, "%s", v->str);
+	else
+		snprintf(buf, size, "?");
+}
+
+static void cg_print_header(const struct cg_rfile *f, size_t index)
+{
+	const struct jv *h = f->header;
+	double rank = jv_num(jv_get(h, "rank"), (double)index);
+	printf("== %s (rank %.0f", f->path, rank);
+	if (jv_get(h, "pid"))
+		printf(", pid %.0f", jv_num(jv_get(h, "pid"), 0));
+	printf(")\n");
+	if (h == NULL) {
+		printf("  (no header record)\n");
+		return;
+	}
+	const struct jv *dev = jv_get(h, "device");
+	printf("  device     ");
+	if (jv_str(dev))
+		printf("%s", jv_str(dev));
+	else if (dev)
+		jv_print(stdout, dev);
+	else
+		printf("?");
+	cg_print_version("· driver", jv_get(h, "driver_version"));
+	cg_print_version("· CUDA", jv_get(h, "cuda_version"));
+	cg_print_version("· NCCL", jv_get(h, "nccl_version"));
+	printf("\n  options    ");
+	const struct jv *opts = jv_get(h, "options");
+	int shown = 0;
+	for (int o = 0; o < CG_OPT_COUNT; o++) {
+		const struct cg_opt_info *in = cg_opt_info((enum cg_opt)o);
+		const struct jv *v = jv_get(opts, in->name);
+		char text[256];
+		if (v == NULL)
+			continue;
+		cg_option_text(v, text, sizeof text);
+		if (strcmp(text, in->def) != 0)
+			printf("%s%s=%s", shown++ ? " " : "", in->name, text);
+	}
+	printf("%s\n", shown ? "" : "all defaults");
+}
+
+static void cg_print_counts(const char *label, const struct cg_counts *c)
+{
+	printf("  %-10s", label);
+	if (c == NULL || c->n == 0) {
+		printf(" none\n");
+		return;
+	}
+	for (size_t i = 0; i < c->n; i++)
+		printf("%s%s %.0f", i ? " · " : " ", c->names[i], c->counts[i]);
+	printf("\n");
+}
+
+/* The share replayed, host time saved and fallback counts of one file or the merge. */
+static void cg_print_totals(const struct cg_merged *m)
+{
+	double ops = cg_merged_total(m, "ops", -1);
+	if (ops < 0) {
+		printf("  replayed   unknown: no summary record (the process did not exit normally?)\n");
+	} else {
+		double replayed = cg_merged_total(m, "ops_replayed", 0);
+		printf("  replayed   %.1f%% of %.0f ops from graphs (%.0f graph launches, %.0f graphs built), %.0f eager\n",
+		       ops > 0 ? 100.0 * replayed / ops : 0.0, ops, cg_merged_total(m, "graph_launches", 0),
+		       cg_merged_total(m, "graphs_built", 0), cg_merged_total(m, "ops_eager", 0));
+		printf("  saved      ~%.1f ms host time (estimate)\n",
+		       cg_merged_total(m, "host_time_saved_us", 0) / 1000.0);
+		double escaped = cg_merged_total(m, "escaped_launches", -1);
+		if (escaped >= 0)
+			printf("  escaped    %.0f launches bypassed interception (audit)\n", escaped);
+	}
+	const struct cg_counts *fb = cg_merged_map(m, "fallbacks");
+	struct cg_counts sorted = { 0 };
+	for (size_t i = 0; fb && i < fb->n; i++)
+		cg_counts_add(&sorted, fb->names[i], fb->counts[i]);
+	cg_counts_sort(&sorted);
+	cg_print_counts("fallbacks", &sorted);
+	cg_counts_free(&sorted);
+}
+
+/* The first fallback record of each reason, in the order they happened. */
+static void cg_print_firsts(const struct cg_rfile *f)
+{
+	struct cg_counts seen = { 0 };
+	for (size_t i = 0; i < f->n_fallbacks; i++) {
+		const struct jv *e = f->fallbacks[i];
+		const char *reason = jv_str(jv_get(e, "reason"));
+		if (reason == NULL)
+			reason = "?";
+		size_t before = seen.n;
+		cg_counts_add(&seen, reason, 1);
+		if (seen.n == before)
+			continue;
+		printf("  first %s:", reason);
+		if (jv_str(jv_get(e, "api")))
+			printf(" %s", jv_str(jv_get(e, "api")));
+		if (jv_get(e, "stream")) {
+			printf(" on stream ");
+			jv_print(stdout, jv_get(e, "stream"));
+		}
+		if (jv_get(e, "op_index"))
+			printf(" at op %.0f", jv_num(jv_get(e, "op_index"), 0));
+		if (jv_str(jv_get(e, "kernel")))
+			printf(" (kernel %s)", jv_str(jv_get(e, "kernel")));
+		printf("\n");
+		const struct jv *expected = jv_get(e, "expected"), *got = jv_get(e, "got");
+		if (expected && got) {
+			printf("      expected ");
+			jv_print(stdout, expected);
+			printf("\n      got      ");
+			jv_print(stdout, got);
+			printf("\n");
+		}
+		if (jv_str(jv_get(e, "hint")) && jv_str(jv_get(e, "hint"))[0])
+			printf("      hint: %s\n", jv_str(jv_get(e, "hint")));
+		/* cugraft's own frames say nothing to the user: start at the intercepted entry point
+		 * (the last libcugraft frame before the program's). */
+		const struct jv *bt = jv_get(e, "backtrace");
+		size_t first = 0;
+		for (size_t k = 0; bt && bt->type == JV_ARR && k + 1 < bt->n; k++) {
+			const char *next = jv_str(bt->items[k + 1]);
+			if (next == NULL || strstr(next, "(libcugraft.so") == NULL)
+				break;
+			first = k + 1;
+		}
+		for (size_t k = first; bt && bt->type == JV_ARR && k < bt->n; k++)
+			if (jv_str(bt->items[k]))
+				printf("      %s %s\n", k > first ? "  " : "at", jv_str(bt->items[k]));
+	}
+	cg_counts_free(&seen);
+}
+
+int cg_cmd_report(int argc, char **argv)
+{
+	bool json = false;
+	int n_files = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			printf("usage: cugraft report FILE... [--json]\n"
+			       "Renders cugraft report files; several files (ranks) are also merged.\n"
+			       "--json prints the merged summary as one JSON object.\n"
+			       "Exit status 1 when a line could not be read (each is named on stderr).\n");
+			return 0;
+		} else
+			n_files++;
+	}
+	if (n_files == 0) {
+		fprintf(stderr, "usage: cugraft report FILE... [--json]\n");
+		return 2;
+	}
+	struct cg_merged all = { 0 };
+	int status = 0;
+	size_t index = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			continue;
+		struct cg_rfile f;
+		if (!cg_rfile_load(&f, argv[i])) {
+			status = 1;
+			continue;
+		}
+		if (f.bad_lines > 0)
+			status = 1;
+		cg_merged_add(&all, &f);
+		if (!json) {
+			struct cg_merged one = { 0 };
+			cg_merged_add(&one, &f);
+			cg_print_header(&f, index);
+			cg_print_totals(&one);
+			cg_print_firsts(&f);
+			double more = 0;
+			for (size_t k = 0; k < f.n_suppressed; k++)
+				more += jv_num(jv_get(f.suppressed[k], "count"), 0);
+			if (more > 0)
+				printf("  (%.0f further records of these kinds were suppressed; counts above include them)\n", more);
+			cg_merged_free(&one);
+			printf("\n");
+		}
+		index++;
+		cg_rfile_free(&f);
+	}
+	if (json) {
+		cg_merged_json(stdout, &all);
+	} else if (all.files > 1) {
+		printf("== merged: %zu files\n", all.files);
+		cg_print_totals(&all);
+	}
+	cg_merged_free(&all);
+	return status;
+}

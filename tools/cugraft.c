@@ -1,0 +1,39 @@
+/* The `cugraft` command: dispatches to one subcommand per file (cmd-run.c, cmd-report.c,
+ * cmd-profile.c, cmd-demo.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cugraft.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *what;
+} cg_cmds[] = {
+	{ "run", cg_cmd_run, "run a program with cugraft preloaded" },
+	{ "report", cg_cmd_report, "render one or more report files (ranks merged)" },
+	{ "profile", cg_cmd_profile, "count a program's launches and syncs per iteration (nothing graphed)" },
+	{ "demo", cg_cmd_demo, "run the bundled workload eagerly and under cugraft, compare" },
+};
+
+static int cg_usage(FILE *out, int status)
+{
+	fprintf(out, "usage: cugraft COMMAND [ARGS]\n\n");
+	for (size_t i = 0; i < sizeof cg_cmds / sizeof cg_cmds[0]; i++)
+		fprintf(out, "  %-8s %s\n", cg_cmds[i].name, cg_cmds[i].what);
+	fprintf(out, "\n`cugraft COMMAND --help` for each; `man cugraft`.\n");
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return cg_usage(stderr, 2);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0)
+		return cg_usage(stdout, 0);
+	for (size_t i = 0; i < sizeof cg_cmds / sizeof cg_cmds[0]; i++)
+		if (strcmp(argv[1], cg_cmds[i].name) == 0)
+			return cg_cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "cugraft: unknown command '%s'\n", argv[1]);
+	return cg_usage(stderr, 2);
+}

@@ -1,0 +1,31 @@
+/* The `cugraft` command: one file per subcommand (cmd-*.c), and what they share for finding
+ * the library and bundled programs and for running a child command (launch.c). */
+#ifndef CG_TOOLS_CUGRAFT_H
+#define CG_TOOLS_CUGRAFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+int cg_cmd_run(int argc, char **argv);
+int cg_cmd_report(int argc, char **argv);
+int cg_cmd_profile(int argc, char **argv);
+int cg_cmd_demo(int argc, char **argv);
+
+/* A path next to the build tree's command (<dir of the executable>/<rel>) when that exists,
+ * else `installed` when that exists, else NULL. Returned string is malloc'd. */
+char *cg_tool_find(const char *rel, const char *installed);
+/* libcugraft.so: build tree, then the installed copy. */
+char *cg_tool_library(void);
+
+/* An environment change applied in the child: value NULL unsets. */
+struct cg_env { const char *name, *value; };
+
+/* Runs argv (PATH lookup) with the changes applied, waits, and returns its status as a shell
+ * shows it (128+signal for a signal death, 127 not found, 126 not executable). With `out`
+ * non-NULL its stdout is collected into a malloc'd string instead of passing through. */
+int cg_spawn(char *const argv[], const struct cg_env *env, size_t n_env, char **out);
+
+/* LD_PRELOAD with lib in front of what is already there. malloc'd. */
+char *cg_preload_value(const char *lib);
+
+#endif

@@ -1,0 +1,56 @@
+/* Reading cugraft report files (JSON Lines) for the command: the records a file holds, and the
+ * merged summary of several files (ranks). Used by `report`, `profile` and `demo`. */
+#ifndef CG_TOOLS_REPORTFILE_H
+#define CG_TOOLS_REPORTFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "jsonparse.h"
+
+struct cg_rfile {
+	const char *path;
+	struct jv *header;        /* first "header" record, or NULL */
+	struct jv *summary;       /* last "summary" record, or NULL (process killed?) */
+	struct jv **fallbacks;    /* every "fallback" record, in order */
+	size_t n_fallbacks;
+	struct jv **suppressed;
+	size_t n_suppressed;
+	struct jv **others;       /* the rest, kept so they are freed */
+	size_t n_others;
+	size_t bad_lines;         /* each one reported on stderr as path:line: why */
+};
+
+/* Reads a file; false when it cannot be opened (said on stderr). */
+bool cg_rfile_load(struct cg_rfile *f, const char *path);
+void cg_rfile_free(struct cg_rfile *f);
+
+/* Name -> count, in first-seen order. */
+struct cg_counts {
+	size_t n;
+	char **names;
+	double *counts;
+};
+void cg_counts_add(struct cg_counts *c, const char *name, double count);
+void cg_counts_sort(struct cg_counts *c);   /* largest first */
+void cg_counts_free(struct cg_counts *c);
+
+/* Summaries added together: every numeric member summed, every object member summed key by
+ * key, "kernels" merged by name; ratios recomputed. Files without a summary add their fallback
+ * records instead (counted in `partial`). */
+struct cg_merged {
+	size_t files, partial;
+	struct cg_counts totals;                  /* numeric members */
+	size_t n_maps;
+	char **map_names;                         /* fallbacks, entry_points, boundaries, ... */
+	struct cg_counts *maps;
+	struct cg_counts kernels;
+};
+void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f);
+double cg_merged_total(const struct cg_merged *m, const char *name, double def);
+const struct cg_counts *cg_merged_map(const struct cg_merged *m, const char *name);
+void cg_merged_json(FILE *out, const struct cg_merged *m);
+void cg_merged_free(struct cg_merged *m);
+
+#endif
