@@ -1,0 +1,122 @@
+/* Internal interface of the CPU fake CUDA driver: handle objects, the per-entry-point
+ * accounting (call counts, FAKECUDA_LOG, FAKECUDA_FAIL) and the built-in host kernels.
+ * "Device" memory is host memory and every kernel runs on the calling thread at launch. */
+#pragma once
+#include "protos.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum cg_api {
+#define CG_API(sym, base, ver, ptsz) CG_API_##sym,
+#include "api.def"
+#undef CG_API
+  CG_API_COUNT
+};
+
+/* Counters written to FAKECUDA_STATS. */
+struct cg_counters {
+  atomic_ullong kernels_run, launch_eager, graph_launches, graph_nodes_run, captured_nodes,
+                memops_run;
+};
+extern struct cg_counters cg_count;
+
+/* Counts the call, logs it and applies FAKECUDA_FAIL: a non-zero result means the call must
+ * return it at once, with no side effect. */
+CUresult cg_enter(enum cg_api id);
+#define CG_ENTER(sym) do { CUresult cg_r_ = cg_enter(CG_API_##sym); \
+                           if (cg_r_ != CUDA_SUCCESS) return cg_r_; } while (0)
+void cg_log_run(const char *kernel_name);
+bool cg_initialized(void);  /* cuInit has succeeded */
+
+/* One lock for all object state; kernels themselves run outside it (except inside a graph
+ * launch, which must see a stable executable graph). */
+extern pthread_mutex_t cg_lock;
+
+/* ---- built-in kernels ---- */
+#define CG_MAX_PARAMS 4
+struct cg_kernel_def {
+  const char *name;
+  void (*run)(void *const *args);  /* args[i] points to parameter i's bytes */
+  unsigned nparams;
+  unsigned size[CG_MAX_PARAMS], offset[CG_MAX_PARAMS];
+  unsigned total;                  /* bytes of the packed parameter buffer */
+};
+
+/* ---- handles: each object starts with a magic so a handle of the wrong kind is rejected ---- */
+enum cg_magic {
+  CG_DEAD = 0, CG_CTX = 0x43545820, CG_MODULE, CG_FUNC, CG_KERNEL, CG_STREAM, CG_EVENT, CG_GRAPH,
+  CG_NODE, CG_EXEC,
+};
+
+struct cg_ctx { enum cg_magic magic; bool primary; };
+bool cg_ctx_live(CUcontext c);
+CUcontext cg_ctx_current(void);
+CUresult cg_need_ctx(void);  /* CUDA_ERROR_INVALID_CONTEXT unless a live context is current */
+
+/* A CUfunction or a CUkernel (distinct objects, as in the real driver). */
+struct cg_func {
+  enum cg_magic magic;
+  const struct cg_kernel_def *def;
+  struct cg_func *other;  /* CUkernel -> its CUfunction */
+  int attr[CU_FUNC_ATTRIBUTE_MAX];
+};
+/* The definition behind a launch handle, which may be a CUfunction or a CUkernel. */
+const struct cg_kernel_def *cg_launch_def(CUfunction f);
+
+/* A graph node. Kernel nodes own a copy of their parameter bytes. */
+enum cg_node_kind { CG_NODE_KERNEL, CG_NODE_MEMSET, CG_NODE_MEMCPY };
+struct cg_node {
+  enum cg_magic magic;
+  enum cg_node_kind kind;
+  union {
+    struct {
+      CUfunction func; CUkernel kern;  /* the handle the node was made with */
+      const struct cg_kernel_def *def;
+      unsigned grid[3], block[3], shmem;
+      unsigned char *bytes;            /* def->total bytes */
+      void *args[CG_MAX_PARAMS];       /* into bytes */
+      unsigned nattrs;
+      CUlaunchAttribute attrs[4];
+    } k;
+    struct { CUdeviceptr dst; unsigned value, elem; size_t width, height, pitch; } set;
+    struct { CUdeviceptr dst, src; size_t bytes; } cpy;
+  } u;
+};
+/* Fills a kernel node from a launch handle and program arguments (kernelParams or extra). */
+CUresult cg_node_set_kernel(struct cg_node *n, CUfunction f, const unsigned grid[3],
+                            const unsigned block[3], unsigned shmem, void **params, void **extra);
+void cg_node_clear(struct cg_node *n);
+void cg_node_run(const struct cg_node *n);  /* executes the node, counts graph_nodes_run */
+
+struct cg_graph {
+  enum cg_magic magic;
+  size_t n, cap;
+  struct cg_node **nodes;
+};
+/* Appends a node (copied) to g; returns it or NULL when out of memory. Caller holds cg_lock. */
+struct cg_node *cg_graph_append(struct cg_graph *g, const struct cg_node *n);
+struct cg_graph *cg_graph_new(void);
+void cg_graph_free(struct cg_graph *g);
+
+struct cg_stream {
+  enum cg_magic magic;
+  unsigned flags;
+  CUcontext ctx;
+  /* stream capture */
+  CUstreamCaptureStatus capture;
+  cuuint64_t capture_id;
+  struct cg_graph *graph;
+  CUgraphNode last;  /* dependency set of the capture: the last node added */
+};
+/* Resolves a stream handle (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or created); NULL if bad. */
+struct cg_stream *cg_stream_get(CUstream s);
+bool cg_capturing(struct cg_stream *s);
+/* Appends n (taking ownership) to the capture graph of s and makes it the capture's dependency. */
+CUresult cg_capture_node(struct cg_stream *s, struct cg_node *n);
+/* A boundary operation on a capturing stream: invalidates the capture, as the real driver does. */
+CUresult cg_capture_refuse(struct cg_stream *s);
+
+/* Memory operations shared by eager calls and graph nodes. */
+void cg_memset(CUdeviceptr dst, unsigned value, unsigned elem, size_t n);

@@ -1,0 +1,313 @@
+/* The fake's kernels: host functions with the names and parameter layouts of
+ * tests/programs/kernels.cu, found by name in any loaded module or library (the image itself is
+ * ignored). Also the CUfunction / CUkernel handles and their queries. */
+#include "fake.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define ARG(T, i) ({ T v_; memcpy(&v_, args[i], sizeof v_); v_; })
+
+static void k_chain(void *const *args)
+{
+  unsigned long long *acc = ARG(unsigned long long *, 0);
+  *acc = (*acc * 1000003ULL) ^ ARG(unsigned long long, 1);
+}
+
+static void k_fill_f32(void *const *args)
+{
+  float *p = ARG(float *, 0), v = ARG(float, 1);
+  for (int i = 0, n = ARG(int, 2); i < n; i++) p[i] = v;
+}
+
+static void k_axpy_f32(void *const *args)
+{
+  float *y = ARG(float *, 0), a = ARG(float, 2);
+  const float *x = ARG(const float *, 1);
+  for (int i = 0, n = ARG(int, 3); i < n; i++) y[i] += a * x[i];
+}
+
+static void k_scale_f32(void *const *args)
+{
+  float *p = ARG(float *, 0), a = ARG(float, 1);
+  for (int i = 0, n = ARG(int, 2); i < n; i++) p[i] *= a;
+}
+
+static void k_step_mix(void *const *args)
+{
+  float *p = ARG(float *, 0);
+  unsigned long long step = ARG(unsigned long long, 2);
+  for (int i = 0, n = ARG(int, 1); i < n; i++)
+    p[i] = p[i] * 0.5f + (float)((step * 2654435761ULL + (unsigned long long)i) % 1000) / 1000.f;
+}
+
+static void k_set_flag(void *const *args)
+{
+  volatile int *flag = ARG(volatile int *, 0);
+  *flag = ARG(int, 1);
+}
+
+struct big_arg { unsigned long long v[64]; };
+
+static void k_big_arg(void *const *args)
+{
+  struct big_arg s = ARG(struct big_arg, 0);
+  unsigned long long *out = ARG(unsigned long long *, 1), sum = 0;
+  for (int i = 0; i < 64; i++) sum += s.v[i];
+  *out = (*out * 31) ^ sum;
+}
+
+/* Offsets are filled in by layout(): natural alignment, as nvcc lays out kernel parameters. */
+#define K(name_, run_, nparams_, ...) { .name = name_, .run = run_, .nparams = nparams_, .size = { __VA_ARGS__ } }
+static struct cg_kernel_def defs[] = {
+  K("cg_chain", k_chain, 2, 8, 8),
+  K("cg_fill_f32", k_fill_f32, 3, 8, 4, 4),
+  K("cg_axpy_f32", k_axpy_f32, 4, 8, 8, 4, 4),
+  K("cg_scale_f32", k_scale_f32, 3, 8, 4, 4),
+  K("cg_step_mix", k_step_mix, 3, 8, 4, 8),
+  K("cg_set_flag", k_set_flag, 2, 8, 4),
+  K("cg_big_arg", k_big_arg, 2, sizeof(struct big_arg), 8),
+};
+#undef K
+#define NDEFS (sizeof defs / sizeof defs[0])
+
+static void layout(void)
+{
+  for (unsigned k = 0; k < NDEFS; k++) {
+    unsigned off = 0;
+    for (unsigned i = 0; i < defs[k].nparams; i++) {
+      unsigned align = defs[k].size[i] >= 8 ? 8 : defs[k].size[i];
+      off = (off + align - 1) / align * align;
+      defs[k].offset[i] = off;
+      off += defs[k].size[i];
+    }
+    defs[k].total = off;
+  }
+}
+
+static int def_index(const char *name)
+{
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, layout);
+  for (unsigned k = 0; name && k < NDEFS; k++)
+    if (strcmp(defs[k].name, name) == 0) return (int)k;
+  return -1;
+}
+
+/* A module or a library: one CUfunction and one CUkernel per built-in kernel. */
+struct cg_module {
+  enum cg_magic magic;
+  struct cg_func funcs[NDEFS], kerns[NDEFS];
+};
+
+static CUresult module_new(struct cg_module **out)
+{
+  def_index(NULL);  /* layouts must be ready before any handle exists */
+  struct cg_module *m = calloc(1, sizeof *m);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  m->magic = CG_MODULE;
+  for (unsigned k = 0; k < NDEFS; k++) {
+    struct cg_func *f = &m->funcs[k], *kn = &m->kerns[k];
+    *f = (struct cg_func){ .magic = CG_FUNC, .def = &defs[k] };
+    f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = 1024;
+    f->attr[CU_FUNC_ATTRIBUTE_NUM_REGS] = 32;
+    f->attr[CU_FUNC_ATTRIBUTE_PTX_VERSION] = 80;
+    f->attr[CU_FUNC_ATTRIBUTE_BINARY_VERSION] = 90;
+    *kn = *f;
+    kn->magic = CG_KERNEL;
+    kn->other = f;
+  }
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
+/* Unloaded modules stay allocated but dead, so stale handles fail cleanly. */
+static CUresult module_unload(struct cg_module *m)
+{
+  if (!m || m->magic != CG_MODULE) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&cg_lock);
+  m->magic = CG_DEAD;
+  for (unsigned k = 0; k < NDEFS; k++) m->funcs[k].magic = m->kerns[k].magic = CG_DEAD;
+  pthread_mutex_unlock(&cg_lock);
+  return CUDA_SUCCESS;
+}
+
+static CUresult module_find(struct cg_module *m, const char *name, bool kernel, void **out)
+{
+  if (!m || m->magic != CG_MODULE) return CUDA_ERROR_INVALID_HANDLE;
+  if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
+  int k = def_index(name);
+  if (k < 0) return CUDA_ERROR_NOT_FOUND;
+  *out = kernel ? (void *)&m->kerns[k] : (void *)&m->funcs[k];
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname)
+{
+  CG_ENTER(cuModuleLoad);
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  if (!module || !fname) return CUDA_ERROR_INVALID_VALUE;
+  return module_new((struct cg_module **)module);
+}
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
+{
+  CG_ENTER(cuModuleLoadData);
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+  return module_new((struct cg_module **)module);
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
+{
+  CG_ENTER(cuModuleUnload);
+  return module_unload((struct cg_module *)hmod);
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+  CG_ENTER(cuModuleGetFunction);
+  return module_find((struct cg_module *)hmod, name, false, (void **)hfunc);
+}
+
+CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                                   void **jitOptionsValues, unsigned int numJitOptions,
+                                   CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                                   unsigned int numLibraryOptions)
+{
+  CG_ENTER(cuLibraryLoadData);
+  if (!cg_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
+  return module_new((struct cg_module **)library);
+}
+
+CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
+{
+  CG_ENTER(cuLibraryUnload);
+  return module_unload((struct cg_module *)library);
+}
+
+CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+  CG_ENTER(cuLibraryGetKernel);
+  return module_find((struct cg_module *)library, name, true, (void **)pKernel);
+}
+
+static struct cg_func *as(const void *handle, enum cg_magic magic)
+{
+  struct cg_func *f = (struct cg_func *)handle;
+  return f && f->magic == magic ? f : NULL;
+}
+
+const struct cg_kernel_def *cg_launch_def(CUfunction f)
+{
+  struct cg_func *x = as(f, CG_FUNC);
+  if (!x) x = as(f, CG_KERNEL);
+  return x ? x->def : NULL;
+}
+
+CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+  CG_ENTER(cuKernelGetFunction);
+  struct cg_func *k = as(kernel, CG_KERNEL);
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
+  if (!pFunc) return CUDA_ERROR_INVALID_VALUE;
+  *pFunc = (CUfunction)k->other;
+  return CUDA_SUCCESS;
+}
+
+static CUresult get_name(const char **name, struct cg_func *f)
+{
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  *name = f->def->name;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
+{
+  CG_ENTER(cuFuncGetName);
+  return get_name(name, as(hfunc, CG_FUNC));
+}
+
+CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
+{
+  CG_ENTER(cuKernelGetName);
+  return get_name(name, as(hfunc, CG_KERNEL));
+}
+
+static CUresult param_info(struct cg_func *f, size_t index, size_t *offset, size_t *size)
+{
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (index >= f->def->nparams || !offset) return CUDA_ERROR_INVALID_VALUE;
+  *offset = f->def->offset[index];
+  if (size) *size = f->def->size[index];
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+                                    size_t *paramSize)
+{
+  CG_ENTER(cuFuncGetParamInfo);
+  return param_info(as(func, CG_FUNC), paramIndex, paramOffset, paramSize);
+}
+
+CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+                                      size_t *paramSize)
+{
+  CG_ENTER(cuKernelGetParamInfo);
+  return param_info(as(kernel, CG_KERNEL), paramIndex, paramOffset, paramSize);
+}
+
+/* Attributes are stored per handle; the real driver, like this one, takes a CUkernel where a
+ * CUfunction is expected for attributes. */
+static CUresult attr_get(int *pi, CUfunction_attribute attrib, const void *handle)
+{
+  struct cg_func *f = as(handle, CG_FUNC);
+  if (!f) f = as(handle, CG_KERNEL);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (!pi || attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&cg_lock);
+  *pi = f->attr[attrib];
+  pthread_mutex_unlock(&cg_lock);
+  return CUDA_SUCCESS;
+}
+
+static CUresult attr_set(CUfunction_attribute attrib, int value, const void *handle)
+{
+  struct cg_func *f = as(handle, CG_FUNC);
+  if (!f) f = as(handle, CG_KERNEL);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&cg_lock);
+  f->attr[attrib] = value;
+  pthread_mutex_unlock(&cg_lock);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+  CG_ENTER(cuFuncGetAttribute);
+  return attr_get(pi, attrib, hfunc);
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+  CG_ENTER(cuFuncSetAttribute);
+  return attr_set(attrib, value, hfunc);
+}
+
+CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+                                      CUdevice dev)
+{
+  CG_ENTER(cuKernelGetAttribute);
+  return dev == 0 ? attr_get(pi, attrib, kernel) : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                      CUdevice dev)
+{
+  CG_ENTER(cuKernelSetAttribute);
+  return dev == 0 ? attr_set(attrib, val, kernel) : CUDA_ERROR_INVALID_DEVICE;
+}

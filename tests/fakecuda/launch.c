@@ -1,0 +1,182 @@
+/* Kernel launches (cuLaunchKernel, cuLaunchKernelEx, kernelParams or `extra` form) and host
+ * functions. Outside capture a kernel runs at once on the calling thread; on a capturing stream
+ * it becomes a graph node holding a copy of its parameter bytes. */
+#include "fake.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* Points args[i] at parameter i, from kernelParams or from the CU_LAUNCH_PARAM_BUFFER_* list. */
+static CUresult gather(const struct cg_kernel_def *def, void **params, void **extra, void *args[])
+{
+  if (params && !extra) {
+    for (unsigned i = 0; i < def->nparams; i++)
+      if (!(args[i] = params[i])) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+  }
+  if (!extra) return def->nparams ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+  if (params) return CUDA_ERROR_INVALID_VALUE;
+  unsigned char *buf = NULL;
+  size_t *size = NULL;
+  for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = extra[i + 1];
+    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = extra[i + 1];
+    else return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!buf || !size || *size < def->total) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < def->nparams; i++) args[i] = buf + def->offset[i];
+  return CUDA_SUCCESS;
+}
+
+static void run_kernel(const struct cg_kernel_def *def, void *const *args)
+{
+  def->run(args);
+  atomic_fetch_add_explicit(&cg_count.kernels_run, 1, memory_order_relaxed);
+  cg_log_run(def->name);
+}
+
+CUresult cg_node_set_kernel(struct cg_node *n, CUfunction f, const unsigned grid[3],
+                            const unsigned block[3], unsigned shmem, void **params, void **extra)
+{
+  const struct cg_kernel_def *def = cg_launch_def(f);
+  if (!def) return CUDA_ERROR_INVALID_HANDLE;
+  void *args[CG_MAX_PARAMS];
+  CUresult r = gather(def, params, extra, args);
+  if (r != CUDA_SUCCESS) return r;
+  unsigned char *bytes = malloc(def->total ? def->total : 1);
+  if (!bytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(n, 0, sizeof *n);
+  n->magic = CG_NODE;
+  n->kind = CG_NODE_KERNEL;
+  bool is_kernel = *(const enum cg_magic *)f == CG_KERNEL;
+  n->u.k.func = is_kernel ? NULL : f;
+  n->u.k.kern = is_kernel ? (CUkernel)f : NULL;
+  n->u.k.def = def;
+  memcpy(n->u.k.grid, grid, sizeof n->u.k.grid);
+  memcpy(n->u.k.block, block, sizeof n->u.k.block);
+  n->u.k.shmem = shmem;
+  n->u.k.bytes = bytes;
+  for (unsigned i = 0; i < def->nparams; i++) {
+    memcpy(bytes + def->offset[i], args[i], def->size[i]);
+    n->u.k.args[i] = bytes + def->offset[i];
+  }
+  return CUDA_SUCCESS;
+}
+
+void cg_node_clear(struct cg_node *n)
+{
+  if (n->kind == CG_NODE_KERNEL) free(n->u.k.bytes);
+  n->magic = CG_DEAD;
+}
+
+void cg_node_run(const struct cg_node *n)
+{
+  switch (n->kind) {
+  case CG_NODE_KERNEL:
+    run_kernel(n->u.k.def, n->u.k.args);
+    break;
+  case CG_NODE_MEMSET:
+    for (size_t row = 0; row < n->u.set.height; row++)
+      cg_memset(n->u.set.dst + row * n->u.set.pitch, n->u.set.value, n->u.set.elem, n->u.set.width);
+    atomic_fetch_add_explicit(&cg_count.memops_run, 1, memory_order_relaxed);
+    break;
+  case CG_NODE_MEMCPY:
+    memmove((void *)n->u.cpy.dst, (const void *)n->u.cpy.src, n->u.cpy.bytes);
+    atomic_fetch_add_explicit(&cg_count.memops_run, 1, memory_order_relaxed);
+    break;
+  }
+  atomic_fetch_add_explicit(&cg_count.graph_nodes_run, 1, memory_order_relaxed);
+}
+
+static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                       unsigned shmem, CUstream hStream, void **params, void **extra,
+                       const CUlaunchAttribute *attrs, unsigned nattrs)
+{
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  const struct cg_kernel_def *def = cg_launch_def(f);
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!def || !s) return CUDA_ERROR_INVALID_HANDLE;
+  for (int i = 0; i < 3; i++)
+    if (!grid[i] || !block[i]) return CUDA_ERROR_INVALID_VALUE;
+  if (nattrs && !attrs) return CUDA_ERROR_INVALID_VALUE;
+  if (cg_capturing(s)) {
+    struct cg_node n;
+    if ((r = cg_node_set_kernel(&n, f, grid, block, shmem, params, extra)) != CUDA_SUCCESS)
+      return r;
+    n.u.k.nattrs = nattrs < 4 ? nattrs : 4;
+    if (nattrs) memcpy(n.u.k.attrs, attrs, n.u.k.nattrs * sizeof *attrs);
+    if ((r = cg_capture_node(s, &n)) != CUDA_SUCCESS) cg_node_clear(&n);
+    return r;
+  }
+  void *args[CG_MAX_PARAMS];
+  if ((r = gather(def, params, extra, args)) != CUDA_SUCCESS) return r;
+  atomic_fetch_add_explicit(&cg_count.launch_eager, 1, memory_order_relaxed);
+  run_kernel(def, args);
+  return CUDA_SUCCESS;
+}
+
+#define DIMS(x, y, z) ((const unsigned[3]){ x, y, z })
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+  CG_ENTER(cuLaunchKernel);
+  return launch(f, DIMS(gridDimX, gridDimY, gridDimZ), DIMS(blockDimX, blockDimY, blockDimZ),
+                sharedMemBytes, hStream, kernelParams, extra, NULL, 0);
+}
+
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+  CG_ENTER(cuLaunchKernel_ptsz);
+  return launch(f, DIMS(gridDimX, gridDimY, gridDimZ), DIMS(blockDimX, blockDimY, blockDimZ),
+                sharedMemBytes, hStream, kernelParams, extra, NULL, 0);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  return launch(f, DIMS(c->gridDimX, c->gridDimY, c->gridDimZ),
+                DIMS(c->blockDimX, c->blockDimY, c->blockDimZ), c->sharedMemBytes, c->hStream,
+                params, extra, c->attrs, c->numAttrs);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                  void **extra)
+{
+  CG_ENTER(cuLaunchKernelEx);
+  return launch_ex(config, f, kernelParams, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                       void **kernelParams, void **extra)
+{
+  CG_ENTER(cuLaunchKernelEx_ptsz);
+  return launch_ex(config, f, kernelParams, extra);
+}
+
+static CUresult host_func(CUstream hStream, CUhostFn fn, void *userData)
+{
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  if (cg_capturing(s)) return cg_capture_refuse(s);
+  fn(userData);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+  CG_ENTER(cuLaunchHostFunc);
+  return host_func(hStream, fn, userData);
+}
+
+CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
+{
+  CG_ENTER(cuLaunchHostFunc_ptsz);
+  return host_func(hStream, fn, userData);
+}

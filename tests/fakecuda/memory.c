@@ -1,0 +1,244 @@
+/* Memory of the fake driver: "device" memory is host memory (a CUdeviceptr is an address),
+ * pinned host memory is plain host memory mapped at the same address. Copies and memsets run
+ * at once; async memsets and device-to-device copies on a capturing stream become graph nodes. */
+#include "fake.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define TOTAL_MEM (16ULL << 30)
+#define ALIGN 256  /* the real allocator's minimum alignment; header holds the size */
+static atomic_ullong allocated;
+
+void cg_memset(CUdeviceptr dst, unsigned value, unsigned elem, size_t n)
+{
+  if (elem == 1) { memset((void *)dst, (int)value, n); return; }
+  for (size_t i = 0; i < n; i++) {
+    if (elem == 2) ((uint16_t *)dst)[i] = (uint16_t)value;
+    else ((uint32_t *)dst)[i] = value;
+  }
+}
+
+static void count_memop(void) { atomic_fetch_add_explicit(&cg_count.memops_run, 1, memory_order_relaxed); }
+
+CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+  CG_ENTER(cuMemGetInfo_v2);
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
+  *total = TOTAL_MEM;
+  unsigned long long used = atomic_load(&allocated);
+  *free = used < TOTAL_MEM ? TOTAL_MEM - used : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+  CG_ENTER(cuMemAlloc_v2);
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t rounded = (bytesize + ALIGN - 1) / ALIGN * ALIGN;
+  unsigned char *p = rounded < TOTAL_MEM ? aligned_alloc(ALIGN, rounded + ALIGN) : NULL;
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(p, &bytesize, sizeof bytesize);
+  atomic_fetch_add(&allocated, bytesize);
+  *dptr = (CUdeviceptr)(p + ALIGN);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
+{
+  CG_ENTER(cuMemFree_v2);
+  if (!dptr) return CUDA_SUCCESS;
+  unsigned char *p = (unsigned char *)dptr - ALIGN;
+  size_t size;
+  memcpy(&size, p, sizeof size);
+  atomic_fetch_sub(&allocated, size);
+  free(p);
+  return CUDA_SUCCESS;
+}
+
+static CUresult host_alloc(void **pp, size_t bytesize)
+{
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  if (!pp || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  *pp = aligned_alloc(ALIGN, (bytesize + ALIGN - 1) / ALIGN * ALIGN);
+  return *pp ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+  CG_ENTER(cuMemAllocHost_v2);
+  return host_alloc(pp, bytesize);
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+  CG_ENTER(cuMemHostAlloc);
+  return host_alloc(pp, bytesize);
+}
+
+CUresult CUDAAPI cuMemFreeHost(void *p)
+{
+  CG_ENTER(cuMemFreeHost);
+  free(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+  CG_ENTER(cuMemHostGetDevicePointer_v2);
+  if (!pdptr || !p || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  *pdptr = (CUdeviceptr)p;
+  return CUDA_SUCCESS;
+}
+
+/* Synchronous copies and memsets. */
+static CUresult copy(void *dst, const void *src, size_t n)
+{
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  if (n && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+  memmove(dst, src, n);
+  count_memop();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+  CG_ENTER(cuMemcpyHtoD_v2);
+  return copy((void *)dstDevice, srcHost, ByteCount);
+}
+
+CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+  CG_ENTER(cuMemcpyDtoH_v2);
+  return copy(dstHost, (const void *)srcDevice, ByteCount);
+}
+
+CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+  CG_ENTER(cuMemcpyDtoD_v2);
+  return copy((void *)dstDevice, (const void *)srcDevice, ByteCount);
+}
+
+static CUresult set(CUdeviceptr dst, unsigned value, unsigned elem, size_t n)
+{
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  if (!dst) return CUDA_ERROR_INVALID_VALUE;
+  cg_memset(dst, value, elem, n);
+  count_memop();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+{
+  CG_ENTER(cuMemsetD8_v2);
+  return set(dstDevice, uc, 1, N);
+}
+
+CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+{
+  CG_ENTER(cuMemsetD32_v2);
+  return set(dstDevice, ui, 4, N);
+}
+
+/* Stream-ordered copies: host<->device ones are boundaries (refused while capturing, not
+ * modelled as graph nodes); device-to-device ones are captured. */
+static CUresult copy_async(void *dst, const void *src, size_t n, CUstream hStream, bool capturable)
+{
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (n && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+  if (!cg_capturing(s)) return copy(dst, src, n);
+  if (!capturable) return cg_capture_refuse(s);
+  struct cg_node node = { .magic = CG_NODE, .kind = CG_NODE_MEMCPY,
+                          .u.cpy = { (CUdeviceptr)dst, (CUdeviceptr)src, n } };
+  return cg_capture_node(s, &node);
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+                                      CUstream hStream)
+{
+  CG_ENTER(cuMemcpyHtoDAsync_v2);
+  return copy_async((void *)dstDevice, srcHost, ByteCount, hStream, false);
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
+                                           size_t ByteCount, CUstream hStream)
+{
+  CG_ENTER(cuMemcpyHtoDAsync_v2_ptsz);
+  return copy_async((void *)dstDevice, srcHost, ByteCount, hStream, false);
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                      CUstream hStream)
+{
+  CG_ENTER(cuMemcpyDtoHAsync_v2);
+  return copy_async(dstHost, (const void *)srcDevice, ByteCount, hStream, false);
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                           CUstream hStream)
+{
+  CG_ENTER(cuMemcpyDtoHAsync_v2_ptsz);
+  return copy_async(dstHost, (const void *)srcDevice, ByteCount, hStream, false);
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                      size_t ByteCount, CUstream hStream)
+{
+  CG_ENTER(cuMemcpyDtoDAsync_v2);
+  return copy_async((void *)dstDevice, (const void *)srcDevice, ByteCount, hStream, true);
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                           size_t ByteCount, CUstream hStream)
+{
+  CG_ENTER(cuMemcpyDtoDAsync_v2_ptsz);
+  return copy_async((void *)dstDevice, (const void *)srcDevice, ByteCount, hStream, true);
+}
+
+static CUresult set_async(CUdeviceptr dst, unsigned value, unsigned elem, size_t n, CUstream hStream)
+{
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!cg_capturing(s)) return set(dst, value, elem, n);
+  if (!dst) return CUDA_ERROR_INVALID_VALUE;
+  struct cg_node node = { .magic = CG_NODE, .kind = CG_NODE_MEMSET,
+                          .u.set = { dst, value, elem, n, 1, n * elem } };
+  return cg_capture_node(s, &node);
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
+{
+  CG_ENTER(cuMemsetD8Async);
+  return set_async(dstDevice, uc, 1, N, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N,
+                                      CUstream hStream)
+{
+  CG_ENTER(cuMemsetD8Async_ptsz);
+  return set_async(dstDevice, uc, 1, N, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
+{
+  CG_ENTER(cuMemsetD32Async);
+  return set_async(dstDevice, ui, 4, N, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                       CUstream hStream)
+{
+  CG_ENTER(cuMemsetD32Async_ptsz);
+  return set_async(dstDevice, ui, 4, N, hStream);
+}

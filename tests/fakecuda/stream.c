@@ -1,0 +1,406 @@
+/* Streams, stream capture and events of the fake driver. Work runs at submission, so every
+ * stream is always idle and every event complete; synchronisation calls are only counted,
+ * except on a capturing stream, where they are refused as the real driver refuses them. */
+#include "fake.h"
+#include <stdlib.h>
+#include <time.h>
+
+/* The legacy and per-thread default streams (one for all threads: ordering is moot here). */
+static struct cg_stream legacy = { .magic = CG_STREAM }, per_thread = { .magic = CG_STREAM };
+static cuuint64_t capture_ids;
+
+struct cg_stream *cg_stream_get(CUstream h)
+{
+  if (!h || h == CU_STREAM_LEGACY) return &legacy;
+  if (h == CU_STREAM_PER_THREAD) return &per_thread;
+  struct cg_stream *s = (struct cg_stream *)h;
+  return s->magic == CG_STREAM && cg_ctx_live(s->ctx) ? s : NULL;
+}
+
+bool cg_capturing(struct cg_stream *s)
+{
+  pthread_mutex_lock(&cg_lock);
+  bool capturing = s->capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  pthread_mutex_unlock(&cg_lock);
+  return capturing;
+}
+
+CUresult cg_capture_node(struct cg_stream *s, struct cg_node *n)
+{
+  CUresult r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  pthread_mutex_lock(&cg_lock);
+  if (s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    struct cg_node *added = cg_graph_append(s->graph, n);
+    r = added ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    if (added) {
+      s->last = (CUgraphNode)added;
+      atomic_fetch_add_explicit(&cg_count.captured_nodes, 1, memory_order_relaxed);
+    }
+  } else if (s->capture == CU_STREAM_CAPTURE_STATUS_NONE) {
+    r = CUDA_ERROR_ILLEGAL_STATE;
+  }
+  pthread_mutex_unlock(&cg_lock);
+  return r;
+}
+
+CUresult cg_capture_refuse(struct cg_stream *s)
+{
+  pthread_mutex_lock(&cg_lock);
+  if (s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) s->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  pthread_mutex_unlock(&cg_lock);
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+static CUresult stream_new(CUstream *phStream, unsigned flags)
+{
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+  struct cg_stream *s = calloc(1, sizeof *s);
+  if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+  s->magic = CG_STREAM;
+  s->flags = flags;
+  s->ctx = cg_ctx_current();
+  *phStream = (CUstream)s;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+  CG_ENTER(cuStreamCreate);
+  return stream_new(phStream, Flags);
+}
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+  CG_ENTER(cuStreamCreateWithPriority);
+  return stream_new(phStream, flags);  /* priorities do not matter here */
+}
+
+/* Destroyed streams stay allocated but dead: stale handles fail instead of crashing. */
+CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
+{
+  CG_ENTER(cuStreamDestroy_v2);
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s || s == &legacy || s == &per_thread) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&cg_lock);
+  s->magic = CG_DEAD;
+  pthread_mutex_unlock(&cg_lock);
+  return CUDA_SUCCESS;
+}
+
+static CUresult stream_wait(CUstream hStream)
+{
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  return cg_capturing(s) ? cg_capture_refuse(s) : CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
+{
+  CG_ENTER(cuStreamSynchronize);
+  return stream_wait(hStream);
+}
+
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream)
+{
+  CG_ENTER(cuStreamSynchronize_ptsz);
+  return stream_wait(hStream);
+}
+
+CUresult CUDAAPI cuStreamQuery(CUstream hStream)
+{
+  CG_ENTER(cuStreamQuery);
+  return stream_wait(hStream);
+}
+
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
+{
+  CG_ENTER(cuStreamQuery_ptsz);
+  return stream_wait(hStream);
+}
+
+static CUresult get_flags(CUstream hStream, unsigned int *flags)
+{
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  *flags = s->flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+{
+  CG_ENTER(cuStreamGetFlags);
+  return get_flags(hStream, flags);
+}
+
+CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
+{
+  CG_ENTER(cuStreamGetFlags_ptsz);
+  return get_flags(hStream, flags);
+}
+
+static CUresult get_ctx(CUstream hStream, CUcontext *pctx)
+{
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (s->ctx) { *pctx = s->ctx; return CUDA_SUCCESS; }
+  CUresult r = cg_need_ctx();  /* default streams belong to the current context */
+  if (r == CUDA_SUCCESS) *pctx = cg_ctx_current();
+  return r;
+}
+
+CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+{
+  CG_ENTER(cuStreamGetCtx);
+  return get_ctx(hStream, pctx);
+}
+
+CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
+{
+  CG_ENTER(cuStreamGetCtx_ptsz);
+  return get_ctx(hStream, pctx);
+}
+
+struct cg_event {
+  enum cg_magic magic;
+  unsigned flags;
+  bool recorded;
+  struct timespec when;
+};
+
+static struct cg_event *event_get(CUevent h)
+{
+  struct cg_event *e = (struct cg_event *)h;
+  return e && e->magic == CG_EVENT ? e : NULL;
+}
+
+/* Cross-stream dependencies inside a capture are not modelled; refused like a boundary. */
+static CUresult wait_event(CUstream hStream, CUevent hEvent)
+{
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s || !event_get(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  return cg_capturing(s) ? cg_capture_refuse(s) : CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+  CG_ENTER(cuStreamWaitEvent);
+  return wait_event(hStream, hEvent);
+}
+
+CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+  CG_ENTER(cuStreamWaitEvent_ptsz);
+  return wait_event(hStream, hEvent);
+}
+
+static CUresult is_capturing(CUstream hStream, CUstreamCaptureStatus *status)
+{
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&cg_lock);
+  *status = s->capture;
+  pthread_mutex_unlock(&cg_lock);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+  CG_ENTER(cuStreamIsCapturing);
+  return is_capturing(hStream, captureStatus);
+}
+
+CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+  CG_ENTER(cuStreamIsCapturing_ptsz);
+  return is_capturing(hStream, captureStatus);
+}
+
+static CUresult begin_capture(CUstream hStream)
+{
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (s == &legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  struct cg_graph *g = cg_graph_new();
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = CUDA_ERROR_ILLEGAL_STATE;
+  pthread_mutex_lock(&cg_lock);
+  if (s->capture == CU_STREAM_CAPTURE_STATUS_NONE) {
+    s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    s->capture_id = ++capture_ids;
+    s->graph = g;
+    s->last = NULL;
+    r = CUDA_SUCCESS;
+  }
+  pthread_mutex_unlock(&cg_lock);
+  if (r != CUDA_SUCCESS) cg_graph_free(g);
+  return r;
+}
+
+CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+  CG_ENTER(cuStreamBeginCapture_v2);
+  return begin_capture(hStream);
+}
+
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+  CG_ENTER(cuStreamBeginCapture_v2_ptsz);
+  return begin_capture(hStream);
+}
+
+static CUresult end_capture(CUstream hStream, CUgraph *phGraph)
+{
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!phGraph) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&cg_lock);
+  CUstreamCaptureStatus status = s->capture;
+  struct cg_graph *g = s->graph;
+  if (status != CU_STREAM_CAPTURE_STATUS_NONE) {
+    s->capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    s->graph = NULL;
+    s->last = NULL;
+  }
+  pthread_mutex_unlock(&cg_lock);
+  *phGraph = NULL;
+  if (status == CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
+  if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+    cg_graph_free(g);
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  *phGraph = (CUgraph)g;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+  CG_ENTER(cuStreamEndCapture);
+  return end_capture(hStream, phGraph);
+}
+
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+  CG_ENTER(cuStreamEndCapture_ptsz);
+  return end_capture(hStream, phGraph);
+}
+
+/* The dependency set is {last node added}: it lets a caller map each captured op to its node.
+ * It points into the stream, valid until the next operation on it, as in the real driver. */
+static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cuuint64_t *id,
+                             CUgraph *graph, const CUgraphNode **deps,
+                             const CUgraphEdgeData **edges, size_t *ndeps)
+{
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&cg_lock);
+  bool active = s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  *status = s->capture;
+  if (id) *id = active ? s->capture_id : 0;
+  if (graph) *graph = active ? (CUgraph)s->graph : NULL;
+  if (deps) *deps = active && s->last ? &s->last : NULL;
+  if (edges) *edges = NULL;
+  if (ndeps) *ndeps = active && s->last ? 1 : 0;
+  pthread_mutex_unlock(&cg_lock);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+  cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out,
+  const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+{
+  CG_ENTER(cuStreamGetCaptureInfo_v3);
+  return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                      edgeData_out, numDependencies_out);
+}
+
+CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
+  CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
+  const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out,
+  size_t *numDependencies_out)
+{
+  CG_ENTER(cuStreamGetCaptureInfo_v3_ptsz);
+  return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                      edgeData_out, numDependencies_out);
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+  CG_ENTER(cuEventCreate);
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
+  struct cg_event *e = calloc(1, sizeof *e);
+  if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+  e->magic = CG_EVENT;
+  e->flags = Flags;
+  *phEvent = (CUevent)e;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent)
+{
+  CG_ENTER(cuEventDestroy_v2);
+  struct cg_event *e = event_get(hEvent);
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  e->magic = CG_DEAD;  /* kept allocated: a poller may still hold the handle */
+  return CUDA_SUCCESS;
+}
+
+static CUresult record(CUevent hEvent, CUstream hStream)
+{
+  struct cg_event *e = event_get(hEvent);
+  struct cg_stream *s = cg_stream_get(hStream);
+  if (!e || !s) return CUDA_ERROR_INVALID_HANDLE;
+  if (cg_capturing(s)) return cg_capture_refuse(s);
+  pthread_mutex_lock(&cg_lock);
+  clock_gettime(CLOCK_MONOTONIC, &e->when);
+  e->recorded = true;
+  pthread_mutex_unlock(&cg_lock);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+  CG_ENTER(cuEventRecord);
+  return record(hEvent, hStream);
+}
+
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+  CG_ENTER(cuEventRecord_ptsz);
+  return record(hEvent, hStream);
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent hEvent)
+{
+  CG_ENTER(cuEventQuery);
+  return event_get(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
+{
+  CG_ENTER(cuEventSynchronize);
+  return event_get(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult CUDAAPI cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+  CG_ENTER(cuEventElapsedTime_v2);
+  struct cg_event *a = event_get(hStart), *b = event_get(hEnd);
+  if (!a || !b) return CUDA_ERROR_INVALID_HANDLE;
+  if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&cg_lock);
+  bool ok = a->recorded && b->recorded && !((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING);
+  double ms = (double)(b->when.tv_sec - a->when.tv_sec) * 1e3 +
+              (double)(b->when.tv_nsec - a->when.tv_nsec) / 1e6;
+  pthread_mutex_unlock(&cg_lock);
+  if (!ok) return CUDA_ERROR_INVALID_HANDLE;
+  *pMilliseconds = (float)ms;
+  return CUDA_SUCCESS;
+}

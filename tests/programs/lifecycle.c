@@ -1,0 +1,179 @@
+/* lifecycle: program shapes that stress how a deferring shim ends and hands work over.
+ *   --mode exit-no-cleanup  launch work and return from main without sync or frees
+ *   --mode ctx-destroy      destroy a created context mid-run, create another and continue
+ *   --mode thread-exit      a second thread calls exit() while main is launching
+ *   --mode spin             the host spins on host-mapped memory a kernel writes (5 s timeout,
+ *                           `spin timeout`, exit 3): only progress without a sync ends it
+ *   --mode capture          the program captures a graph itself and launches it 10 times
+ * Prints `checksum <hex>` (and `launches <n>` where the count is fixed). */
+#include "prog.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct setup { CUmodule mod; CUfunction chain, mix, flag; CUstream s; CUdeviceptr acc; };
+
+static struct setup setup(void)
+{
+  struct setup k;
+  k.mod = prog_module();
+  k.chain = prog_fn(k.mod, "cg_chain");
+  k.mix = prog_fn(k.mod, "cg_step_mix");
+  k.flag = prog_fn(k.mod, "cg_set_flag");
+  CK(cuStreamCreate(&k.s, CU_STREAM_DEFAULT));
+  CK(cuMemAlloc(&k.acc, 8));
+  CK(cuMemsetD8(k.acc, 0, 8));
+  return k;
+}
+
+static void chain(const struct setup *k, CUstream s, CUdeviceptr acc, unsigned long long tag)
+{
+  void *p[] = { (void *)&acc, &tag };
+  CK(cuLaunchKernel(k->chain, 1, 1, 1, 1, 1, 1, 0, s, p, NULL));
+}
+
+static unsigned long long read_acc(CUstream s, CUdeviceptr acc)
+{
+  unsigned long long v;
+  CK(cuStreamSynchronize(s));
+  CK(cuMemcpyDtoH(&v, acc, sizeof v));
+  return v;
+}
+
+static int exit_no_cleanup(void)
+{
+  struct setup k = setup();
+  unsigned long long h = 14695981039346656037ULL;
+  for (int i = 0; i < 100; i++) {
+    chain(&k, k.s, k.acc, (unsigned long long)i);
+    if (i == 49) h = prog_mix(h, read_acc(k.s, k.acc));
+  }
+  printf("checksum %016llx\nlaunches 100\n", h);
+  return 0;  /* the last 50 launches are never synchronised */
+}
+
+static int ctx_destroy(void)
+{
+  unsigned long long h = 14695981039346656037ULL;
+  for (int round = 0; round < 2; round++) {
+    CUcontext ctx;
+    CK(cuCtxCreate(&ctx, NULL, 0, 0));
+    struct setup k = setup();
+    for (int it = 0; it < 20; it++) {
+      for (int j = 0; j < 5; j++) chain(&k, k.s, k.acc, (unsigned long long)(round << 16 | it << 4 | j));
+      h = prog_mix(h, read_acc(k.s, k.acc));
+    }
+    for (int j = 0; j < 7; j++) chain(&k, k.s, k.acc, 99);  /* pending when the context dies */
+    CK(cuCtxDestroy(ctx));
+  }
+  printf("checksum %016llx\nlaunches %d\n", h, 2 * (20 * 5 + 7));
+  return 0;
+}
+
+static atomic_int main_progress;
+static CUcontext shared_ctx;
+
+static void *exiting_worker(void *arg)
+{
+  const struct setup *k = arg;
+  while (atomic_load(&main_progress) < 1000) {}
+  CK(cuCtxSetCurrent(shared_ctx));
+  CUstream s;
+  CUdeviceptr acc;
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CK(cuMemAlloc(&acc, 8));
+  CK(cuMemsetD8(acc, 0, 8));
+  for (int i = 0; i < 50; i++) chain(k, s, acc, (unsigned long long)i);
+  printf("checksum %016llx\n", prog_mix(14695981039346656037ULL, read_acc(s, acc)));
+  fflush(stdout);
+  exit(0);  /* while main is mid-loop */
+}
+
+static int thread_exit(CUcontext ctx)
+{
+  struct setup k = setup();
+  shared_ctx = ctx;
+  pthread_t t;
+  if (pthread_create(&t, NULL, exiting_worker, &k) != 0) { fprintf(stderr, "pthread_create\n"); return 1; }
+  for (int i = 0; i < 10000000; i++) {
+    chain(&k, k.s, k.acc, (unsigned long long)i);
+    if (i % 100 == 99) CK(cuStreamSynchronize(k.s));
+    atomic_store(&main_progress, i);
+  }
+  fprintf(stderr, "thread-exit: the worker never exited\n");
+  return 1;
+}
+
+static double now_s(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int spin(void)
+{
+  struct setup k = setup();
+  volatile int *flag;
+  CUdeviceptr dflag;
+  CK(cuMemHostAlloc((void **)&flag, sizeof *flag, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  CK(cuMemHostGetDevicePointer(&dflag, (void *)flag, 0));
+  *flag = 0;
+  for (int i = 0; i < 10; i++) chain(&k, k.s, k.acc, (unsigned long long)i);
+  int one = 1;
+  void *p[] = { &dflag, &one };
+  CK(cuLaunchKernel(k.flag, 1, 1, 1, 1, 1, 1, 0, k.s, p, NULL));
+  for (double start = now_s(); *flag != 1;)
+    if (now_s() - start > 5.0) { printf("spin timeout\n"); return 3; }
+  printf("checksum %016llx\nlaunches 11\n", prog_mix(14695981039346656037ULL, read_acc(k.s, k.acc)));
+  return 0;
+}
+
+static int capture(void)
+{
+  struct setup k = setup();
+  enum { N = 256 };
+  int n = N;
+  unsigned long long step = 7;
+  CUdeviceptr buf, copy, scratch;
+  CK(cuMemAlloc(&buf, N * sizeof(float)));
+  CK(cuMemAlloc(&copy, N * sizeof(float)));
+  CK(cuMemAlloc(&scratch, N * sizeof(float)));
+  CK(cuMemsetD32(buf, 0, N));
+  CK(cuStreamBeginCapture(k.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  for (int j = 0; j < 5; j++) chain(&k, k.s, k.acc, (unsigned long long)(100 + j));
+  void *mix_p[] = { &buf, &n, &step };
+  CK(cuLaunchKernel(k.mix, 1, 1, 1, 256, 1, 1, 0, k.s, mix_p, NULL));
+  step = 1000;  /* the graph keeps the value at capture time */
+  CK(cuMemsetD32Async(scratch, 3, N, k.s));
+  CK(cuMemcpyDtoDAsync(copy, buf, N * sizeof(float), k.s));
+  CUgraph g;
+  CUgraphExec exec;
+  CK(cuStreamEndCapture(k.s, &g));
+  CK(cuGraphInstantiate(&exec, g, 0));
+  for (int i = 0; i < 10; i++) CK(cuGraphLaunch(exec, k.s));
+  unsigned long long h = prog_mix(14695981039346656037ULL, read_acc(k.s, k.acc));
+  h = prog_mix_device(h, copy, N * sizeof(float));
+  h = prog_mix_device(h, scratch, N * sizeof(float));
+  CK(cuGraphExecDestroy(exec));
+  CK(cuGraphDestroy(g));
+  printf("checksum %016llx\nlaunches 60\n", h);
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  const char *mode = prog_opt(argc, argv, "--mode");
+  CUcontext ctx = prog_init();
+  if (!mode) mode = "";
+  if (strcmp(mode, "exit-no-cleanup") == 0) return exit_no_cleanup();
+  if (strcmp(mode, "ctx-destroy") == 0) return ctx_destroy();
+  if (strcmp(mode, "thread-exit") == 0) return thread_exit(ctx);
+  if (strcmp(mode, "spin") == 0) return spin();
+  if (strcmp(mode, "capture") == 0) return capture();
+  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|capture\n");
+  return 2;
+}

@@ -1,0 +1,82 @@
+/* Helpers shared by the driver-API test programs (see prog.h). */
+#include "prog.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void prog_check(CUresult r, const char *what, const char *file, int line)
+{
+  if (r == CUDA_SUCCESS) return;
+  const char *name = NULL;
+  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "?";
+  fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", file, line, what, name, (int)r);
+  exit(1);
+}
+
+CUcontext prog_init(void)
+{
+  CUresult r = cuInit(0);
+  int n = 0;
+  if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && cuDeviceGetCount(&n) == CUDA_SUCCESS && n == 0)) {
+    fprintf(stderr, "no CUDA device\n");
+    exit(77);
+  }
+  CK(r);
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  return ctx;
+}
+
+CUmodule prog_module(void)
+{
+  CUmodule m;
+  CK(cuModuleLoadData(&m, kernels_ptx));
+  return m;
+}
+
+CUfunction prog_fn(CUmodule m, const char *name)
+{
+  CUfunction f;
+  CK(cuModuleGetFunction(&f, m, name));
+  return f;
+}
+
+unsigned long long prog_mix(unsigned long long h, unsigned long long v)
+{
+  for (int i = 0; i < 8; i++) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ULL;
+  return h;
+}
+
+unsigned long long prog_mix_bytes(unsigned long long h, const void *p, size_t n)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+  return h;
+}
+
+unsigned long long prog_mix_device(unsigned long long h, CUdeviceptr p, size_t n)
+{
+  unsigned char *buf = malloc(n);
+  if (!buf) { fprintf(stderr, "out of host memory\n"); exit(1); }
+  CK(cuMemcpyDtoH(buf, p, n));
+  h = prog_mix_bytes(h, buf, n);
+  free(buf);
+  return h;
+}
+
+const char *prog_opt(int argc, char **argv, const char *name)
+{
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], name) == 0) return argv[i + 1];
+  return NULL;
+}
+
+int prog_flag(int argc, char **argv, const char *name)
+{
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], name) == 0) return 1;
+  return 0;
+}
