@@ -1,0 +1,102 @@
+/* mb-driver: launch-overhead microbenchmark on the driver API. One iteration = K launches of a
+ * tiny kernel (cuLaunchKernel, PTX module) on a created stream; one kernel in ten gets a
+ * by-value scalar that changes every iteration. --graph: the hand-made graph reference. */
+#include "checksum.h"
+#include "hand_graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern const char mb_kernels_ptx[];
+
+enum { BLOCK = 256 };
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void usage(const char *prog)
+{
+    fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph]\n",
+            prog);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    int kernels = 1000, blocks = 16, iters = 100, warmup = 5, sync_each = 0, use_graph = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
+            kernels = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
+            blocks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+            iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
+            warmup = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sync"))
+            sync_each = 1;
+        else if (!strcmp(argv[i], "--graph"))
+            use_graph = 1;
+        else
+            usage(argv[0]);
+    }
+    if (kernels < 1 || blocks < 1 || iters < 1 || warmup < 1)
+        usage(argv[0]);
+    int n = blocks * BLOCK;
+
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    CUfunction f;
+    CUstream s;
+    CUdeviceptr p;
+    HG_CHECK(cuInit(0));
+    HG_CHECK(cuDeviceGet(&dev, 0));
+    HG_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    HG_CHECK(cuCtxSetCurrent(ctx));
+    HG_CHECK(cuModuleLoadData(&mod, mb_kernels_ptx));
+    HG_CHECK(cuModuleGetFunction(&f, mod, "mb_axb"));
+    HG_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    HG_CHECK(cuMemAlloc(&p, (size_t)n * sizeof(float)));
+    HG_CHECK(cuMemsetD32Async(p, 0, (size_t)n, s));   /* 0.0f */
+    HG_CHECK(cuStreamSynchronize(s));
+
+    struct hand_graph h;
+    hg_init(&h, s, use_graph);
+    double t0 = 0;
+    for (int it = 0; it < warmup + iters; it++) {
+        if (it == warmup) {
+            HG_CHECK(cuStreamSynchronize(s));
+            t0 = now_us();
+        }
+        hg_begin(&h);
+        for (int k = 0; k < kernels; k++) {
+            float a = k % 10 == 0 ? 0.5f + 0.0625f * (float)(it % 8) : 0.99f;
+            float b = 0.001f * (float)(k % 13);
+            struct hg_args args = {0};
+            HG_ARG(&args, p); HG_ARG(&args, a); HG_ARG(&args, b); HG_ARG(&args, n);
+            hg_launch(&h, f, (unsigned)blocks, BLOCK, &args);
+        }
+        hg_end(&h);
+        if (sync_each)
+            HG_CHECK(cuStreamSynchronize(s));
+    }
+    HG_CHECK(cuStreamSynchronize(s));
+    double iter_us = (now_us() - t0) / iters;
+
+    float *host = malloc((size_t)n * sizeof(float));
+    if (!host)
+        return 1;
+    HG_CHECK(cuMemcpyDtoH(host, p, (size_t)n * sizeof(float)));
+    printf("checksum %016llx\n", (unsigned long long)wl_fnv1a(WL_FNV_OFFSET, host, (size_t)n * sizeof(float)));
+    printf("iter_us %.3f\n", iter_us);
+    free(host);
+    hg_destroy(&h);
+    return 0;
+}
