@@ -1,0 +1,17 @@
+/* Audit mode (CUGRAFT_AUDIT=1): CUPTI sees every driver call; a launch or stream-ordered call
+ * that reached the driver without passing through the shim is an escape, and is reported. */
+#ifndef CG_SHIM_AUDIT_H
+#define CG_SHIM_AUDIT_H
+
+struct cg_json;
+
+/* Set while a shim wrapper (or the backend) forwards to the driver on this thread. */
+extern _Thread_local int cg_tl_forwarding;
+/* Set by a default-deny trampoline for the one driver call it is about to make. */
+extern _Thread_local int cg_tl_deny_armed;
+
+void cg_audit_start(void);
+/* "audit":{...} in the summary, when audit mode ran. */
+void cg_audit_json(struct cg_json *j);
+
+#endif

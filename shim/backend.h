@@ -1,0 +1,19 @@
+/* The real-driver backend of the policy engine (policy/backend.h): eager submission of recorded
+ * ops, chunk graphs built by capturing the ops on a private stream, node patches, launches. */
+#ifndef CG_SHIM_BACKEND_H
+#define CG_SHIM_BACKEND_H
+
+#include <cuda.h>
+#include "policy/backend.h"
+
+struct cg_sstate;
+
+extern const struct cg_backend cg_cuda_backend;
+
+/* The stream record is going away: release the backend's resources for it. */
+void cg_backend_forget_stream(struct cg_sstate *s);
+/* A context was destroyed behind our back (last primary-context release): its graphs and
+ * streams died with it and must not be destroyed again. */
+void cg_backend_context_gone(CUcontext ctx);
+
+#endif

@@ -1,0 +1,70 @@
+/* Boundary wrappers, generated from cuda.def: count the call, flush the pending work the call
+ * could observe (and cut the learned chunk there), then forward unchanged. Also the table of our
+ * exported wrappers, which driver.c hands out instead of the real entry points. */
+#include "driver.h"
+#include "shim.h"
+#include "stream.h"
+
+#include "audit.h"
+
+#define CG_SCOPE_STREAM(h, why) cg_boundary_stream((CUstream)(h), false, why)
+#define CG_SCOPE_PTSZ(h, why) cg_boundary_stream((CUstream)(h), true, why)
+#define CG_SCOPE_ALL(h, why) cg_boundary_all(why)
+
+#define CG_PURE(n)
+#define CG_HOOK(n, ...)
+#define CG_BOUNDARY(n, proto, params, args, scope, stream, reason)                             \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&proto), CUresult(*) params),   \
+	               #n " does not match the cuda.h prototype of " #proto);                   \
+	CUresult n params;                                                                      \
+	CG_EXPORT CUresult n params                                                             \
+	{                                                                                       \
+		if (!cg_shim_passthrough()) {                                                   \
+			cg_driver_init();                                                       \
+			if (cg_driver_ready()) {                                                \
+				atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##n], 1,         \
+				                          memory_order_relaxed);                \
+				CG_SCOPE_##scope(stream, CG_R_##reason);                        \
+			}                                                                       \
+		}                                                                               \
+		if (!cg_real[CG_E_##n])                                                         \
+			return CUDA_ERROR_NOT_FOUND;                                            \
+		cg_tl_forwarding++;                                                             \
+		CUresult r_ = ((__typeof__(&proto))cg_real[CG_E_##n]) args;                     \
+		cg_tl_forwarding--;                                                             \
+		return r_;                                                                      \
+	}
+#include "cuda.def"
+#undef CG_BOUNDARY
+#undef CG_HOOK
+#undef CG_PURE
+
+/* Our wrapper for every non-pure entry: boundary wrappers above, hooks in launch.c/hooks.c. */
+#define CG_PURE(n)
+#define CG_BOUNDARY(n, proto, params, ...) CUresult n params;
+#define CG_HOOK(n, proto, params, ...) CUresult n params;
+#include "cuda.def"
+#undef CG_BOUNDARY
+#undef CG_HOOK
+#undef CG_PURE
+
+void *const cg_wrapper[CG_E_COUNT] = {
+#define CG_PURE(n)
+#define CG_BOUNDARY(n, ...) [CG_E_##n] = (void *)n,
+#define CG_HOOK(n, ...) [CG_E_##n] = (void *)n,
+#include "cuda.def"
+#undef CG_BOUNDARY
+#undef CG_HOOK
+#undef CG_PURE
+};
+
+/* The hooks' prototypes must match cuda.h too. */
+#define CG_PURE(n)
+#define CG_BOUNDARY(n, ...)
+#define CG_HOOK(n, proto, params, args)                                                         \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&proto), __typeof__(&n)),       \
+	               #n " does not match the cuda.h prototype of " #proto);
+#include "cuda.def"
+#undef CG_BOUNDARY
+#undef CG_HOOK
+#undef CG_PURE

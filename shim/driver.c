@@ -1,0 +1,186 @@
+/* Finding the real driver: the real dlsym, libcuda's entry points, and the table mapping a real
+ * driver pointer to what the program is handed (raw / wrapper / default-deny trampoline). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "driver.h"
+#include "deny.h"
+#include "log.h"
+#include "shim.h"
+
+const char *const cg_entry_name[CG_E_COUNT] = {
+#define CG_PURE(n) [CG_E_##n] = #n,
+#define CG_BOUNDARY(n, ...) [CG_E_##n] = #n,
+#define CG_HOOK(n, ...) [CG_E_##n] = #n,
+#include "cuda.def"
+#undef CG_PURE
+#undef CG_BOUNDARY
+#undef CG_HOOK
+};
+
+static const bool entry_is_pure[CG_E_COUNT] = {
+#define CG_PURE(n) [CG_E_##n] = true,
+#define CG_BOUNDARY(n, ...)
+#define CG_HOOK(n, ...)
+#include "cuda.def"
+#undef CG_PURE
+#undef CG_BOUNDARY
+#undef CG_HOOK
+};
+
+void *cg_real[CG_E_COUNT];
+_Atomic uint64_t cg_entry_calls[CG_E_COUNT];
+
+/* --- the real dlsym ------------------------------------------------------------------------ */
+/* dlsym is hooked (dlsym.S), so the real one is found through dlvsym; never _dl_sym, which is
+ * private to glibc and changed ABI before. GLIBC_2.34 is where dlsym moved into libc proper. */
+static void *(*_Atomic real_dlsym_ptr)(void *, const char *);
+
+void *cg_resolve_real_dlsym(void);
+void *cg_resolve_real_dlsym(void)
+{
+	void *(*p)(void *, const char *) = atomic_load_explicit(&real_dlsym_ptr, memory_order_acquire);
+	if (!p) {
+		p = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+		if (!p)
+			p = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+		atomic_store_explicit(&real_dlsym_ptr, p, memory_order_release);
+	}
+	return (void *)p;
+}
+
+void *cg_real_dlsym(void *handle, const char *name)
+{
+	void *(*p)(void *, const char *) = cg_resolve_real_dlsym();
+	return p ? p(handle, name) : NULL;
+}
+
+/* --- real pointer -> handed-out pointer ---------------------------------------------------- */
+/* Open addressing, insert-only, lock-free reads: a slot's value is written before its key is
+ * published with release order. Sized for the list plus every other driver symbol. */
+#define MAP_SLOTS 4096
+static struct { _Atomic(void *) key; void *val; } map[MAP_SLOTS];
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t map_hash(const void *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	x ^= x >> 29;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	return (size_t)(x >> 40) & (MAP_SLOTS - 1);
+}
+
+static void *map_get(const void *key)
+{
+	for (size_t i = map_hash(key), n = 0; n < MAP_SLOTS; i = (i + 1) & (MAP_SLOTS - 1), n++) {
+		void *k = atomic_load_explicit(&map[i].key, memory_order_acquire);
+		if (k == key)
+			return map[i].val;
+		if (!k)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* Returns the value now stored for key (an earlier insert wins). Caller holds map_lock. */
+static void *map_put_locked(void *key, void *val)
+{
+	for (size_t i = map_hash(key), n = 0; n < MAP_SLOTS; i = (i + 1) & (MAP_SLOTS - 1), n++) {
+		void *k = atomic_load_explicit(&map[i].key, memory_order_relaxed);
+		if (k == key)
+			return map[i].val;
+		if (!k) {
+			map[i].val = val;
+			atomic_store_explicit(&map[i].key, key, memory_order_release);
+			return val;
+		}
+	}
+	return NULL;
+}
+
+/* --- loading ------------------------------------------------------------------------------- */
+static void *libcuda;
+static const void *libcuda_base;
+static atomic_int init_state; /* 0 not started, 1 running, 2 done, 3 failed */
+static _Thread_local bool in_init;
+
+static void driver_load(void)
+{
+	libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	if (!libcuda) {
+		cg_log(CG_LOG_WARN, "libcuda.so.1 cannot be loaded (%s): cugraft stays out of the way", dlerror());
+		return;
+	}
+	for (int e = 0; e < CG_E_COUNT; e++)
+		cg_real[e] = cg_real_dlsym(libcuda, cg_entry_name[e]);
+	Dl_info info;
+	void *any = cg_real[CG_E_cuInit] ? cg_real[CG_E_cuInit] : cg_real[CG_E_cuGetProcAddress_v2];
+	if (any && dladdr(any, &info))
+		libcuda_base = info.dli_fbase;
+
+	pthread_mutex_lock(&map_lock);
+	for (int e = 0; e < CG_E_COUNT; e++)
+		if (cg_real[e])
+			map_put_locked(cg_real[e], entry_is_pure[e] ? cg_real[e] : cg_wrapper[e]);
+	pthread_mutex_unlock(&map_lock);
+	cg_deny_bind_exports(libcuda);
+}
+
+void cg_driver_init(void)
+{
+	if (atomic_load_explicit(&init_state, memory_order_acquire) >= 2 || in_init)
+		return;
+	int expected = 0;
+	if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
+		in_init = true;
+		driver_load();
+		in_init = false;
+		atomic_store_explicit(&init_state, libcuda ? 2 : 3, memory_order_release);
+		if (libcuda)
+			cg_shim_start();
+		return;
+	}
+	while (atomic_load_explicit(&init_state, memory_order_acquire) == 1)
+		sched_yield();
+}
+
+bool cg_shim_in_init(void)
+{
+	return in_init;
+}
+
+bool cg_driver_ready(void)
+{
+	return atomic_load_explicit(&init_state, memory_order_acquire) == 2;
+}
+
+bool cg_in_libcuda(const void *addr)
+{
+	Dl_info info;
+	return libcuda_base && dladdr(addr, &info) && info.dli_fbase == libcuda_base;
+}
+
+void *cg_handout(void *real, const char *name)
+{
+	if (!real)
+		return real;
+	if (cg_shim_disabled())
+		return real;
+	void *h = map_get(real);
+	if (h)
+		return h;
+	if (!cg_in_libcuda(real))
+		return real;
+	/* Default deny: a driver entry point nobody classified flushes everything first. */
+	pthread_mutex_lock(&map_lock);
+	h = map_get(real);
+	if (!h) {
+		h = cg_deny_trampoline(real, name);
+		h = h ? map_put_locked(real, h) : NULL;
+	}
+	pthread_mutex_unlock(&map_lock);
+	return h ? h : real;
+}

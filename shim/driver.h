@@ -1,0 +1,52 @@
+/* The driver as the shim sees it: every entry point of cuda.def as an id, the real libcuda
+ * pointers behind them, and the table that maps a real pointer to what a caller is handed
+ * (the raw pointer, a wrapper, or a default-deny trampoline). */
+#ifndef CG_SHIM_DRIVER_H
+#define CG_SHIM_DRIVER_H
+
+#include <cuda.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* cuda.h renames these to their newest ABI; the list names the exported symbols as they are. */
+#undef cuGetProcAddress
+#undef cuEventElapsedTime
+#undef cuDeviceGetUuid
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+
+#define CG_EXPORT __attribute__((visibility("default")))
+
+enum cg_entry {
+#define CG_PURE(n) CG_E_##n,
+#define CG_BOUNDARY(n, ...) CG_E_##n,
+#define CG_HOOK(n, ...) CG_E_##n,
+#include "cuda.def"
+#undef CG_PURE
+#undef CG_BOUNDARY
+#undef CG_HOOK
+	CG_E_COUNT
+};
+
+extern const char *const cg_entry_name[CG_E_COUNT];
+/* Real libcuda pointers, filled once by cg_driver_init(); NULL where the driver lacks one. */
+extern void *cg_real[CG_E_COUNT];
+/* Calls of each wrapped entry point (for the report). */
+extern _Atomic uint64_t cg_entry_calls[CG_E_COUNT];
+
+/* The real pointer of a list entry, typed after its cuda.h prototype. */
+#define CG_REAL(name) ((__typeof__(&name))cg_real[CG_E_##name])
+
+/* Loads (or finds) libcuda and fills cg_real. Safe to call from any hook, any thread, often. */
+void cg_driver_init(void);
+bool cg_driver_ready(void);
+/* The real dlsym (dlvsym GLIBC_2.34, then GLIBC_2.2.5); resolved on first use. */
+void *cg_real_dlsym(void *handle, const char *name);
+/* What a caller asking for the driver function at `real` gets: the raw pointer for pure entries,
+ * our wrapper for boundary and hooked ones, a default-deny trampoline for anything else inside
+ * libcuda; `real` itself when it is not in libcuda. `name` is for the report (may be NULL). */
+void *cg_handout(void *real, const char *name);
+/* True when the address lies inside the loaded libcuda. */
+bool cg_in_libcuda(const void *addr);
+
+#endif

@@ -1,0 +1,210 @@
+/* Report lines (events.h). Everything here runs off the hot path: on first occurrences, on
+ * graph builds, and once at exit. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "backtrace.h"
+#include "deny.h"
+#include "driver.h"
+#include "events.h"
+#include "json.h"
+#include "options.h"
+#include "report.h"
+#include "shim.h"
+#include "audit.h"
+#include "sig.h"
+#include "stream.h"
+#include <unistd.h>
+
+/* Measured on the H200 (DESIGN.md): a cuLaunchKernel costs 3.4 us of host time; a graph launch
+ * plus its share of replay ~2.5 us; cuGraphExecKernelNodeSetParams 0.43 us. */
+#define HOST_US_PER_LAUNCH 3.4
+#define HOST_US_PER_GRAPH_LAUNCH 2.5
+#define HOST_US_PER_PATCH 0.43
+
+static _Atomic uint64_t boundaries[CG_R_COUNT];
+
+void cg_events_boundary(enum cg_reason why)
+{
+	atomic_fetch_add_explicit(&boundaries[why], 1, memory_order_relaxed);
+}
+
+static const char *kind_name(uint32_t k)
+{
+	switch (k) {
+	case CG_K_KERNEL: return "kernel";
+	case CG_K_MEMSET8: return "memset8";
+	case CG_K_MEMSET32: return "memset32";
+	case CG_K_COPY: return "copy";
+	}
+	return "?";
+}
+
+static void json_op(struct cg_json *j, const char *key, const struct cg_op *op)
+{
+	if (!op || op->sig_len < offsetof(struct cg_sig, attrs))
+		return;
+	const struct cg_sig *s = op->sig;
+	cg_json_obj(j, key);
+	cg_json_str(j, "kind", kind_name(s->kind));
+	if (op->name)
+		cg_json_str(j, "kernel", op->name);
+	if (s->kind == CG_K_KERNEL) {
+		char dims[96];
+		snprintf(dims, sizeof(dims), "(%u,%u,%u)x(%u,%u,%u)", s->grid[0], s->grid[1], s->grid[2],
+		         s->block[0], s->block[1], s->block[2]);
+		cg_json_str(j, "launch", dims);
+		cg_json_uint(j, "shared_mem", s->shmem);
+		cg_json_uint(j, "attributes", s->nattrs);
+		cg_json_uint(j, "param_bytes", op->args_len);
+	} else {
+		cg_json_uint(j, s->kind == CG_K_COPY ? "bytes" : "count", s->b);
+	}
+	cg_json_obj_end(j);
+}
+
+void cg_events_engine(void *be, const struct cg_event *ev)
+{
+	if (!cg_report_active())
+		return;
+	static const char *const names[] = {
+		[CG_EV_CHUNK_ARMED] = "region", [CG_EV_GRAPH_BUILT] = "graph_built",
+		[CG_EV_CHUNK_DISABLED] = "chunk_disabled", [CG_EV_FALLBACK] = "fallback",
+		[CG_EV_EVICTED] = "evicted",
+	};
+	const char *name = names[ev->kind];
+	/* Keep long jobs' reports small: the first few of each (kind, reason) in full. */
+	if (!cg_report_first(name, ev->kind == CG_EV_FALLBACK ? (uint64_t)ev->reason : 0,
+	                     ev->kind == CG_EV_FALLBACK ? 4 : 64))
+		return;
+	struct cg_json j;
+	cg_json_begin(&j, name);
+	cg_json_uint(&j, "stream", ev->stream_id);
+	cg_json_uint(&j, "op_index", ev->op_index);
+	if (ev->kind != CG_EV_FALLBACK) {
+		cg_json_hex(&j, "chunk_key", ev->chunk_key);
+		cg_json_uint(&j, "ops", ev->chunk_ops);
+	}
+	if (ev->reason != CG_R_NONE) {
+		cg_json_str(&j, "reason", cg_reason_name(ev->reason));
+		cg_json_str(&j, "hint", cg_reason_hint(ev->reason));
+	}
+	if (ev->detail)
+		cg_json_str(&j, "detail", ev->detail);
+	if (ev->got && ev->got->name)
+		cg_json_str(&j, "kernel", ev->got->name);
+	json_op(&j, "expected", ev->expected);
+	json_op(&j, "got", ev->got);
+	int depth = (int)cg_opt_int(CG_OPT_BACKTRACE);
+	if (ev->kind == CG_EV_FALLBACK && depth > 0) {
+		void *pcs[64];
+		int n = cg_backtrace_capture(pcs, depth < 64 ? depth : 64, 2);
+		if (n > 0)
+			cg_json_backtrace(&j, "backtrace", pcs, n);
+	}
+	if (cg_json_end(&j))
+		cg_report_emit(&j);
+}
+
+void cg_events_header(void)
+{
+	if (!cg_report_active())
+		return;
+	struct cg_json j;
+	cg_json_begin(&j, "header");
+	cg_json_str(&j, "version", CG_VERSION);
+	cg_json_uint(&j, "pid", (uint64_t)getpid());
+	cg_json_int(&j, "rank", cg_report_rank());
+	cg_options_json(&j);
+	int v = 0;
+	cg_tl_internal++;
+	if (cg_real[CG_E_cuDriverGetVersion] && CG_REAL(cuDriverGetVersion)(&v) == CUDA_SUCCESS)
+		cg_json_int(&j, "driver_version", v);
+	cg_json_int(&j, "cuda_version", CUDA_VERSION);
+	char name[256] = "";
+	CUdevice dev;
+	if (cg_real[CG_E_cuDeviceGet] && CG_REAL(cuDeviceGet)(&dev, 0) == CUDA_SUCCESS)
+		CG_REAL(cuDeviceGetName)(name, sizeof(name), dev);
+	cg_tl_internal--;
+	cg_json_str(&j, "device", name[0] ? name : NULL);
+	cg_json_null(&j, "nccl_version");
+	if (cg_json_end(&j))
+		cg_report_emit(&j);
+}
+
+struct stream_walk { struct cg_json *j; uint64_t ops; };
+
+static void json_stream(struct cg_sstate *s, void *arg)
+{
+	struct stream_walk *w = arg;
+	uint64_t ops = atomic_load(&s->ops);
+	w->ops += ops;
+	if (!ops)
+		return;
+	cg_json_obj(w->j, NULL);
+	cg_json_uint(w->j, "id", s->id);
+	cg_json_str(w->j, "kind", s->legacy ? "legacy" : s->per_thread ? "per_thread" :
+	                          s->blocking ? "blocking" : "non_blocking");
+	cg_json_uint(w->j, "ops", ops);
+	cg_json_obj_end(w->j);
+}
+
+void cg_events_summary(void)
+{
+	struct cg_stats st;
+	memset(&st, 0, sizeof(st));
+	if (cg_shim.engine)
+		cg_engine_stats(cg_shim.engine, &st);
+	static struct cg_json j; /* exit path: keep 16 KiB off a possibly small thread stack */
+	cg_json_begin(&j, "summary");
+	uint64_t launches = 0;
+	for (int e = 0; e < CG_E_COUNT; e++)
+		if (strncmp(cg_entry_name[e], "cuLaunchKernel", 14) == 0)
+			launches += atomic_load(&cg_entry_calls[e]);
+	cg_json_uint(&j, "ops", st.ops);
+	cg_json_uint(&j, "launches", launches);
+	cg_json_uint(&j, "graph_launches", st.graph_launches);
+	cg_json_uint(&j, "ops_replayed", st.ops_replayed);
+	cg_json_uint(&j, "ops_eager", st.ops_eager);
+	cg_json_double(&j, "replayed_share", st.ops ? (double)st.ops_replayed / (double)st.ops : 0.0);
+	cg_json_uint(&j, "patches", st.patches);
+	cg_json_double(&j, "patches_per_graph_launch",
+	               st.graph_launches ? (double)st.patches / (double)st.graph_launches : 0.0);
+	cg_json_uint(&j, "graphs_built", st.graphs_built);
+	cg_json_uint(&j, "chunks_learned", st.chunks_learned);
+	cg_json_uint(&j, "chunks_disabled", st.chunks_disabled);
+	double saved = (double)st.ops_replayed * HOST_US_PER_LAUNCH -
+	               (double)st.graph_launches * HOST_US_PER_GRAPH_LAUNCH -
+	               (double)st.patches * HOST_US_PER_PATCH;
+	cg_json_double(&j, "host_time_saved_us", saved > 0 ? saved : 0.0);
+	cg_json_obj(&j, "fallbacks");
+	for (int r = 1; r < CG_R_COUNT; r++)
+		if (st.fallbacks[r])
+			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), st.fallbacks[r]);
+	cg_json_obj_end(&j);
+	cg_json_obj(&j, "boundaries");
+	for (int r = 1; r < CG_R_COUNT; r++)
+		if (atomic_load(&boundaries[r]))
+			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), atomic_load(&boundaries[r]));
+	cg_json_obj_end(&j);
+	cg_json_obj(&j, "entry_points");
+	for (int e = 0; e < CG_E_COUNT; e++)
+		if (atomic_load(&cg_entry_calls[e]))
+			cg_json_uint(&j, cg_entry_name[e], atomic_load(&cg_entry_calls[e]));
+	cg_json_obj_end(&j);
+	const char *dname;
+	uint64_t calls;
+	cg_json_obj(&j, "unclassified_entry_points");
+	for (unsigned i = 0; cg_deny_stat(i, &dname, &calls); i++)
+		if (calls)
+			cg_json_uint(&j, dname, calls);
+	cg_json_obj_end(&j);
+	struct stream_walk w = { &j, 0 };
+	cg_json_arr(&j, "streams");
+	cg_stream_each(json_stream, &w);
+	cg_json_arr_end(&j);
+	cg_layout_json_top(&j, "kernels", 20);
+	cg_audit_json(&j);
+	cg_report_finish(&j);
+}

@@ -1,0 +1,15 @@
+/* What the shim tells the report: engine events (first occurrences, rate-limited), boundary
+ * counts by kind, the header line and the closing summary. */
+#ifndef CG_SHIM_EVENTS_H
+#define CG_SHIM_EVENTS_H
+
+#include "policy/engine.h"
+
+/* backend->event: called with the stream's lock held. */
+void cg_events_engine(void *be, const struct cg_event *ev);
+/* A boundary the program made (counted by kind for the summary). */
+void cg_events_boundary(enum cg_reason why);
+void cg_events_header(void);
+void cg_events_summary(void);
+
+#endif

@@ -1,0 +1,198 @@
+/* Hand-written hooks that change more than "flush, then forward": the program's own captures,
+ * lifetimes (stream, context, module), and attribute changes that are mostly repeats. */
+#include <pthread.h>
+
+#include "backend.h"
+#include "driver.h"
+#include "shim.h"
+#include "sig.h"
+#include "stream.h"
+
+static bool active(void)
+{
+	if (cg_shim_passthrough())
+		return false;
+	cg_driver_init();
+	return cg_driver_ready();
+}
+
+#define COUNT(n) atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##n], 1, memory_order_relaxed)
+
+/* --- the program's own stream captures: its launches pass through while any is open ------- */
+static CUresult capture_begun(CUresult r)
+{
+	if (r != CUDA_SUCCESS)
+		atomic_fetch_sub(&cg_shim.captures, 1);
+	return r;
+}
+
+#define BEGIN_CAPTURE(n, ptsz, params, args, h)                                                 \
+	CUresult n params;                                                                      \
+	CG_EXPORT CUresult n params                                                             \
+	{                                                                                       \
+		if (!active())                                                                  \
+			return CG_REAL(n) args;                                                 \
+		COUNT(n);                                                                       \
+		cg_boundary_stream(h, ptsz, CG_R_CAPTURE);                                      \
+		atomic_fetch_add(&cg_shim.captures, 1);                                         \
+		return capture_begun(CG_REAL(n) args);                                          \
+	}
+
+BEGIN_CAPTURE(cuStreamBeginCapture_v2, false, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), hStream)
+BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, true, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), hStream)
+BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, false,
+              (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode),
+              (hStream, hGraph, dependencies, dependencyData, numDependencies, mode), hStream)
+BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, true,
+              (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode),
+              (hStream, hGraph, dependencies, dependencyData, numDependencies, mode), hStream)
+
+static CUresult capture_ended(CUresult r)
+{
+	/* Any answer but "this stream was not capturing" means a capture ended (an invalidated
+	 * capture ends with an error too). */
+	if (r != CUDA_ERROR_ILLEGAL_STATE) {
+		int c = atomic_load(&cg_shim.captures);
+		while (c > 0 && !atomic_compare_exchange_weak(&cg_shim.captures, &c, c - 1))
+			;
+	}
+	return r;
+}
+
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+CG_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	if (!active())
+		return CG_REAL(cuStreamEndCapture)(hStream, phGraph);
+	COUNT(cuStreamEndCapture);
+	return capture_ended(CG_REAL(cuStreamEndCapture)(hStream, phGraph));
+}
+
+CG_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+	if (!active())
+		return CG_REAL(cuStreamEndCapture_ptsz)(hStream, phGraph);
+	COUNT(cuStreamEndCapture_ptsz);
+	return capture_ended(CG_REAL(cuStreamEndCapture_ptsz)(hStream, phGraph));
+}
+
+/* --- lifetimes: pending work is submitted and graphs destroyed while their objects live ---- */
+CG_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+	if (active()) {
+		COUNT(cuStreamDestroy_v2);
+		cg_stream_forget(hStream);
+	}
+	return CG_REAL(cuStreamDestroy_v2)(hStream);
+}
+
+CG_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+	if (active()) {
+		COUNT(cuCtxDestroy_v2);
+		cg_stream_forget_ctx(ctx, CG_R_MODULE);
+	}
+	return CG_REAL(cuCtxDestroy_v2)(ctx);
+}
+
+CG_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	if (active()) {
+		COUNT(cuDevicePrimaryCtxReset_v2);
+		CUcontext ctx = NULL;
+		if (CG_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) == CUDA_SUCCESS) {
+			cg_stream_forget_ctx(ctx, CG_R_MODULE);
+			CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
+		}
+	}
+	return CG_REAL(cuDevicePrimaryCtxReset_v2)(dev);
+}
+
+CG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	if (!active())
+		return CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
+	COUNT(cuDevicePrimaryCtxRelease_v2);
+	/* Whether this release is the last one is not observable beforehand: flush everything, and
+	 * forget the context's streams if it is gone afterwards (its graphs went with it). */
+	cg_boundary_all(CG_R_MODULE);
+	CUcontext ctx = NULL;
+	unsigned flags = 0;
+	int alive = 1;
+	bool have = CG_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) == CUDA_SUCCESS;
+	if (have)
+		CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
+	CUresult r = CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
+	if (have && CG_REAL(cuDevicePrimaryCtxGetState)(dev, &flags, &alive) == CUDA_SUCCESS && !alive) {
+		cg_backend_context_gone(ctx);
+		cg_stream_forget_ctx(ctx, CG_R_MODULE);
+	}
+	return r;
+}
+
+static CUresult unloaded(void)
+{
+	/* Function handles of the module die with it and may be reused: forget every template and
+	 * layout (streams are re-learned on their next use). */
+	cg_stream_forget_ctx(NULL, CG_R_MODULE);
+	cg_layout_reset();
+	return CUDA_SUCCESS;
+}
+
+CG_EXPORT CUresult cuModuleUnload(CUmodule hmod)
+{
+	if (active()) {
+		COUNT(cuModuleUnload);
+		unloaded();
+	}
+	return CG_REAL(cuModuleUnload)(hmod);
+}
+
+CG_EXPORT CUresult cuLibraryUnload(CUlibrary library)
+{
+	if (active()) {
+		COUNT(cuLibraryUnload);
+		unloaded();
+	}
+	return CG_REAL(cuLibraryUnload)(library);
+}
+
+/* --- attribute changes: cuBLASLt sets the same attribute before most of its launches, so a
+ * repeat is forwarded as is; a real change flushes first (it could affect deferred work). --- */
+#define ATTR_SLOTS 1024
+static struct { uintptr_t h; int attr, dev, value; bool used; } attr_seen[ATTR_SLOTS];
+static pthread_mutex_t attr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool attr_repeat(uintptr_t h, int attr, int dev, int value)
+{
+	size_t i = (size_t)((h >> 4) * 31 + (uintptr_t)attr * 7 + (uintptr_t)dev) % ATTR_SLOTS;
+	pthread_mutex_lock(&attr_lock);
+	bool same = attr_seen[i].used && attr_seen[i].h == h && attr_seen[i].attr == attr &&
+	            attr_seen[i].dev == dev && attr_seen[i].value == value;
+	attr_seen[i].h = h;
+	attr_seen[i].attr = attr;
+	attr_seen[i].dev = dev;
+	attr_seen[i].value = value;
+	attr_seen[i].used = true;
+	pthread_mutex_unlock(&attr_lock);
+	return same;
+}
+
+#define ATTR_HOOK(n, fam, params, args, h, attr, dev, value)                                          \
+	CG_EXPORT CUresult n params                                                             \
+	{                                                                                       \
+		if (active()) {                                                                 \
+			COUNT(n);                                                               \
+			if (!attr_repeat((uintptr_t)(h), (fam) * 4096 + (int)(attr), (int)(dev), (int)(value))) \
+				cg_flush_all(CG_R_UNGRAPHABLE, #n);                             \
+		}                                                                               \
+		return CG_REAL(n) args;                                                         \
+	}
+
+ATTR_HOOK(cuFuncSetAttribute, 1, (CUfunction hfunc, CUfunction_attribute attrib, int value),
+          (hfunc, attrib, value), hfunc, attrib, -1, value)
+ATTR_HOOK(cuKernelSetAttribute, 2, (CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev),
+          (attrib, val, kernel, dev), kernel, attrib, dev, val)
+ATTR_HOOK(cuFuncSetCacheConfig, 3, (CUfunction hfunc, CUfunc_cache config), (hfunc, config), hfunc, 0, -1, config)
+ATTR_HOOK(cuKernelSetCacheConfig, 4, (CUkernel kernel, CUfunc_cache config, CUdevice dev),
+          (kernel, config, dev), kernel, 0, dev, config)

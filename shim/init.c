@@ -1,0 +1,162 @@
+/* Start-up, the background flusher, fork and exit. Nothing happens in a process until it first
+ * reaches the driver (driver.c calls cg_shim_start), so processes that never use CUDA —
+ * compiler workers, data-loader workers that inherit LD_PRELOAD — print and write nothing. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "audit.h"
+#include "backend.h"
+#include "driver.h"
+#include "events.h"
+#include "log.h"
+#include "options.h"
+#include "report.h"
+#include "shim.h"
+#include "stream.h"
+
+struct cg_shim cg_shim;
+_Thread_local int cg_tl_internal;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CUGRAFT_DISABLE is read before anything else so that a disabled shim never even loads the
+ * driver itself; the full option table (with its warnings) is parsed at start-up. */
+__attribute__((constructor)) static void early(void)
+{
+	const char *d = getenv("CUGRAFT_DISABLE");
+	bool off = false;
+	if (d && cg_parse_bool(d, &off) == 0 && off)
+		atomic_store(&cg_shim.disabled, true);
+}
+
+/* --- the background flusher: deferred work never waits longer than CUGRAFT_MAX_DEFER_US ---- */
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+
+static void *flusher(void *arg)
+{
+	prctl(PR_SET_NAME, "cugraft-flush");
+	prctl(PR_SET_TIMERSLACK, 1000UL); /* the default 50 us slack would double our budget */
+	uint64_t max_ns = (uint64_t)cg_shim.max_defer_us * 1000;
+	struct timespec period = { 0, (long)(max_ns / 4 > 5000 ? max_ns / 4 : 5000) };
+	unsigned idle = 0;
+	while (!atomic_load(&cg_shim.exiting)) {
+		if (cg_any_pending()) {
+			idle = 0;
+			cg_flush_older_than(now_ns(), max_ns);
+			nanosleep(&period, NULL);
+			continue;
+		}
+		if (++idle < 2000) { /* keep polling through short gaps between chunks */
+			nanosleep(&period, NULL);
+			continue;
+		}
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 10 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&idle_lock);
+		atomic_store(&cg_shim.flusher_idle, true);
+		if (!cg_any_pending())
+			pthread_cond_timedwait(&idle_cond, &idle_lock, &until);
+		atomic_store(&cg_shim.flusher_idle, false);
+		pthread_mutex_unlock(&idle_lock);
+		idle = 0;
+	}
+	return NULL;
+}
+
+void cg_shim_wake_flusher(void)
+{
+	pthread_mutex_lock(&idle_lock);
+	pthread_cond_signal(&idle_cond);
+	pthread_mutex_unlock(&idle_lock);
+}
+
+static void start_flusher(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals go to its own threads */
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	if (pthread_create(&t, &attr, flusher, NULL) != 0)
+		cg_log(CG_LOG_WARN, "cannot start the flusher thread: deferral is off");
+	else
+		cg_shim.flusher_running = true;
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A child of fork() cannot use the parent's CUDA state, and another thread may have held one
+ * of our locks at the fork: the child's shim becomes a pure pass-through. */
+static void fork_child(void)
+{
+	atomic_store(&cg_shim.disabled, true);
+}
+
+static void on_exit_handler(void)
+{
+	cg_shim_exit();
+}
+
+void cg_shim_start(void)
+{
+	cg_options_init();
+	if (cg_opt_bool(CG_OPT_DISABLE)) {
+		atomic_store(&cg_shim.disabled, true);
+		return;
+	}
+	cg_shim.max_defer_us = (uint32_t)cg_opt_int(CG_OPT_MAX_DEFER_US);
+	cg_shim.record_only = cg_opt_bool(CG_OPT_RECORD_ONLY);
+
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	cfg.warmup = (uint32_t)cg_opt_int(CG_OPT_WARMUP);
+	cfg.chunk_max = (uint32_t)cg_opt_int(CG_OPT_CHUNK);
+	cfg.max_graphs = (uint32_t)cg_opt_int(CG_OPT_MAX_GRAPHS);
+	cfg.record_only = cg_shim.record_only;
+	cg_shim.engine = cg_engine_new(&cfg, &cg_cuda_backend, NULL);
+	if (!cg_shim.engine)
+		cg_log(CG_LOG_WARN, "cannot create the policy engine: recording only");
+
+	cg_report_start();
+	cg_events_header();
+	if (cg_opt_bool(CG_OPT_AUDIT))
+		cg_audit_start();
+	if (cg_shim.engine && !cg_shim.record_only)
+		start_flusher();
+	pthread_atfork(NULL, NULL, fork_child);
+	atexit(on_exit_handler);
+	cg_log(CG_LOG_INFO, "active (warmup %u, chunk %u, max defer %u us%s)", cfg.warmup,
+	       cfg.chunk_max, cg_shim.max_defer_us, cfg.record_only ? ", recording only" : "");
+}
+
+void cg_shim_exit(void)
+{
+	static atomic_flag once = ATOMIC_FLAG_INIT;
+	if (atomic_flag_test_and_set(&once))
+		return;
+	atomic_store(&cg_shim.exiting, true);
+	/* Pending work is submitted and graphs of live contexts destroyed; a stream whose lock
+	 * another thread still holds (exit() from a second thread mid-launch) is left alone. */
+	cg_stream_exit_all();
+	cg_events_summary();
+	atomic_store(&cg_shim.driver_gone, true);
+}

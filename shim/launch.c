@@ -1,0 +1,257 @@
+/* The graphable entry points: kernel launches, async memsets, async device copies. Each packs
+ * the call into an op (sig.h), asks the engine, and forwards the original call itself when the
+ * engine says PASS — so learning costs one lookup and a copy, and nothing is re-encoded. */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "driver.h"
+#include "log.h"
+#include "shim.h"
+#include "sig.h"
+#include "stream.h"
+
+_Thread_local int cg_tl_forwarding;
+
+#define ARGS_INLINE 4096 /* larger parameter blocks (rare) are not graphed */
+
+/* Where the call goes when nothing may touch it (disabled, inside the shim or NCCL, or a
+ * stream the program is capturing itself). */
+static bool hands_off(CUstream h)
+{
+	if (cg_shim_passthrough())
+		return true;
+	cg_driver_init();
+	if (!cg_driver_ready() || atomic_load_explicit(&cg_shim.exiting, memory_order_relaxed))
+		return true;
+	if (atomic_load_explicit(&cg_shim.captures, memory_order_acquire) > 0) {
+		CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+		if (CG_REAL(cuStreamIsCapturing)(h, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
+			return true;
+	}
+	return false;
+}
+
+/* Gives the op to the engine. true: the engine took it (deferred or launched in a graph).
+ * false: the caller forwards the original call, then calls release(s) — the stream lock is held
+ * meanwhile so the forward stays in order with anything the flusher does. */
+static bool take(struct cg_sstate *s, const struct cg_op *op)
+{
+	atomic_fetch_add_explicit(&s->ops, 1, memory_order_relaxed);
+	cg_stream_order(s);
+	if (!s->eng) {
+		pthread_mutex_lock(&s->lock);
+		return false;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (cg_submit(s->eng, op) == CG_PASS)
+		return false;
+	cg_stream_sync_pending(s);
+	pthread_mutex_unlock(&s->lock);
+	return true;
+}
+
+static void release(struct cg_sstate *s)
+{
+	cg_stream_sync_pending(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Copies launch attributes so that equal settings give equal bytes: only the bytes the
+ * attribute defines are kept. Attributes carrying events, or unknown ones, make it ungraphable. */
+static bool pack_attrs(struct cg_sig *sig, const CUlaunchAttribute *a, unsigned n)
+{
+	if (n > CG_MAX_ATTRS)
+		return false;
+	sig->nattrs = n;
+	for (unsigned i = 0; i < n; i++) {
+		CUlaunchAttribute *d = &sig->attrs[i];
+		memset(d, 0, sizeof(*d));
+		d->id = a[i].id;
+		size_t len;
+		switch (a[i].id) {
+		case CU_LAUNCH_ATTRIBUTE_IGNORE: len = 0; break;
+		case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: len = sizeof(CUaccessPolicyWindow); break;
+		case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+		case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+		case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+		case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+		case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+			len = sizeof(int); break;
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+		case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+			len = 3 * sizeof(unsigned); break;
+		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: len = sizeof(CUlaunchMemSyncDomainMap); break;
+		default: return false; /* events, device-updatable nodes, attributes newer than us */
+		}
+		memcpy(&d->value, &a[i].value, len);
+	}
+	return true;
+}
+
+/* Packs the parameters (either form) into `buf`; returns the byte count or -1. */
+static int pack_args(const struct cg_layout *l, void **params, void **extra, unsigned char *buf)
+{
+	if (l->size > ARGS_INLINE)
+		return -1;
+	if (params) {
+		for (uint32_t i = 0; i < l->n; i++)
+			memcpy(buf + l->p[i].off, params[i], l->p[i].size);
+		return (int)l->size;
+	}
+	if (!extra)
+		return l->n == 0 ? 0 : -1;
+	void *ptr = NULL;
+	size_t size = 0;
+	for (void **e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+		if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+			ptr = e[1];
+		else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+			size = *(size_t *)e[1];
+		else
+			return -1;
+	}
+	if (!ptr || size < l->size)
+		return -1;
+	memcpy(buf, ptr, l->size);
+	return (int)l->size;
+}
+
+/* Builds the op of a kernel launch; false when it cannot be graphed (then it is a boundary). */
+static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, CUfunction f,
+                      const unsigned grid[3], const unsigned block[3], unsigned shmem,
+                      const CUlaunchAttribute *attrs, unsigned nattrs, void **params, void **extra)
+{
+	const struct cg_layout *l = cg_layout_of(f);
+	if (!l)
+		return false;
+	cg_layout_count(l);
+	sig->kind = CG_K_KERNEL;
+	sig->shmem = shmem;
+	sig->fn = (uint64_t)(uintptr_t)f;
+	memcpy(sig->grid, grid, sizeof(sig->grid));
+	memcpy(sig->block, block, sizeof(sig->block));
+	sig->layout = l;
+	sig->a = sig->b = 0;
+	sig->pad = 0;
+	if (!pack_attrs(sig, attrs, nattrs))
+		return false;
+	int n = pack_args(l, params, extra, buf);
+	if (n < 0)
+		return false;
+	op->sig = sig;
+	op->sig_len = cg_sig_len(sig);
+	op->args = buf;
+	op->args_len = (uint32_t)n;
+	op->hash = 0;
+	op->name = l->name;
+	return true;
+}
+
+#define LAUNCH_BODY(entry, ptsz, h, FWD)                                                        \
+	if (hands_off(h)) {                                                                     \
+		cg_tl_forwarding++;                                                             \
+		CUresult r_ = FWD;                                                              \
+		cg_tl_forwarding--;                                                             \
+		return r_;                                                                      \
+	}                                                                                       \
+	atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##entry], 1, memory_order_relaxed);      \
+	struct cg_sstate *s_ = cg_stream_get(h, ptsz);                                          \
+	if (!s_ || !op_ok) {                                                                    \
+		cg_boundary_stream(h, ptsz, CG_R_UNGRAPHABLE);                                  \
+		cg_tl_forwarding++;                                                             \
+		CUresult r_ = FWD;                                                              \
+		cg_tl_forwarding--;                                                             \
+		return r_;                                                                      \
+	}                                                                                       \
+	if (take(s_, &op))                                                                      \
+		return CUDA_SUCCESS;                                                            \
+	cg_tl_forwarding++;                                                                     \
+	CUresult r_ = FWD;                                                                      \
+	cg_tl_forwarding--;                                                                     \
+	release(s_);                                                                            \
+	return r_;
+
+#define KERNEL_HOOK(entry, ptsz)                                                                \
+	CG_EXPORT CUresult entry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
+	                         unsigned by, unsigned bz, unsigned shmem, CUstream h,           \
+	                         void **params, void **extra)                                    \
+	{                                                                                       \
+		struct cg_op op;                                                                \
+		struct cg_sig sig;                                                              \
+		unsigned char buf[ARGS_INLINE];                                                 \
+		bool op_ok = false;                                                             \
+		if (!cg_shim_passthrough()) {                                                   \
+			const unsigned g[3] = { gx, gy, gz }, b[3] = { bx, by, bz };            \
+			op_ok = cg_driver_ready() &&                                            \
+			        kernel_op(&op, &sig, buf, f, g, b, shmem, NULL, 0, params, extra); \
+		}                                                                               \
+		LAUNCH_BODY(entry, ptsz, h,                                                     \
+		            CG_REAL(entry)(f, gx, gy, gz, bx, by, bz, shmem, h, params, extra))  \
+	}
+
+#define KERNEL_EX_HOOK(entry, ptsz)                                                             \
+	CG_EXPORT CUresult entry(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) \
+	{                                                                                       \
+		struct cg_op op;                                                                \
+		struct cg_sig sig;                                                              \
+		unsigned char buf[ARGS_INLINE];                                                 \
+		bool op_ok = false;                                                             \
+		CUstream h = c ? c->hStream : NULL;                                             \
+		if (c && !cg_shim_passthrough()) {                                              \
+			const unsigned g[3] = { c->gridDimX, c->gridDimY, c->gridDimZ };        \
+			const unsigned b[3] = { c->blockDimX, c->blockDimY, c->blockDimZ };     \
+			op_ok = cg_driver_ready() &&                                            \
+			        kernel_op(&op, &sig, buf, f, g, b, c->sharedMemBytes, c->attrs,  \
+			                  c->numAttrs, params, extra);                           \
+		}                                                                               \
+		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(c, f, params, extra))                \
+	}
+
+CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, CUstream, void **, void **);
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *, CUfunction, void **, void **);
+KERNEL_HOOK(cuLaunchKernel, false)
+KERNEL_HOOK(cuLaunchKernel_ptsz, true)
+KERNEL_EX_HOOK(cuLaunchKernelEx, false)
+KERNEL_EX_HOOK(cuLaunchKernelEx_ptsz, true)
+
+/* Memory ops: the size is the signature; destination, value and source are arguments, so a
+ * moving buffer is patched into the graph's memset/copy node like a kernel argument. */
+static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[2], enum cg_kind kind,
+                   CUdeviceptr dst, uint64_t v, size_t n)
+{
+	memset(sig, 0, offsetof(struct cg_sig, attrs));
+	sig->kind = kind;
+	sig->b = n;
+	args[0] = dst;
+	args[1] = v;
+	op->sig = sig;
+	op->sig_len = cg_sig_len(sig);
+	op->args = args;
+	op->args_len = 2 * sizeof(uint64_t);
+	op->hash = 0;
+	op->name = kind == CG_K_COPY ? "memcpyDtoD" : "memset";
+}
+
+#define MEM_HOOK(entry, ptsz, kind, T2)                                                         \
+	CG_EXPORT CUresult entry(CUdeviceptr dst, T2 v, size_t n, CUstream h)                   \
+	{                                                                                       \
+		struct cg_op op;                                                                \
+		struct cg_sig sig;                                                              \
+		uint64_t args[2];                                                               \
+		bool op_ok = true;                                                              \
+		mem_op(&op, &sig, args, kind, dst, (uint64_t)v, n);                             \
+		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h))                       \
+	}
+
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuMemsetD32Async_ptsz(CUdeviceptr, unsigned int, size_t, CUstream);
+CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+MEM_HOOK(cuMemsetD8Async, false, CG_K_MEMSET8, unsigned char)
+MEM_HOOK(cuMemsetD8Async_ptsz, true, CG_K_MEMSET8, unsigned char)
+MEM_HOOK(cuMemsetD32Async, false, CG_K_MEMSET32, unsigned int)
+MEM_HOOK(cuMemsetD32Async_ptsz, true, CG_K_MEMSET32, unsigned int)
+MEM_HOOK(cuMemcpyDtoDAsync_v2, false, CG_K_COPY, CUdeviceptr)
+MEM_HOOK(cuMemcpyDtoDAsync_v2_ptsz, true, CG_K_COPY, CUdeviceptr)

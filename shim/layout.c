@@ -1,0 +1,165 @@
+/* Parameter layouts per function handle (sig.h): asked of the driver once per kernel, then
+ * found by a lock-free lookup on every launch. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "driver.h"
+#include "shim.h"
+#include "json.h"
+#include "sig.h"
+
+#define SLOTS 65536 /* PyTorch jobs load a few thousand kernels */
+#define MAX_PARAMS 1024
+
+struct table {
+	struct { _Atomic(CUfunction) key; const struct cg_layout *val; } slot[SLOTS];
+};
+static _Atomic(struct table *) current;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Marks "asked, the driver could not say", so that we ask once. */
+static const struct cg_layout unknown_layout;
+
+static size_t slot_of(CUfunction f)
+{
+	uint64_t x = (uint64_t)(uintptr_t)f * 0x9e3779b97f4a7c15ULL;
+	return (size_t)(x >> 48) & (SLOTS - 1);
+}
+
+static const struct cg_layout *lookup(struct table *t, CUfunction f)
+{
+	for (size_t i = slot_of(f), n = 0; n < SLOTS; i = (i + 1) & (SLOTS - 1), n++) {
+		CUfunction k = atomic_load_explicit(&t->slot[i].key, memory_order_acquire);
+		if (k == f)
+			return t->slot[i].val;
+		if (!k)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* cuFuncGetParamInfo answers CUfunctions, cuKernelGetParamInfo CUkernels; a launch may pass
+ * either. CUDA_ERROR_INVALID_VALUE at an index means "no such parameter". */
+static int query(CUfunction f, bool as_kernel, uint32_t *off, uint32_t *size, int max)
+{
+	int n = 0;
+	for (; n < max; n++) {
+		size_t o = 0, s = 0;
+		CUresult r = as_kernel ? CG_REAL(cuKernelGetParamInfo)((CUkernel)f, (size_t)n, &o, &s)
+		                       : CG_REAL(cuFuncGetParamInfo)(f, (size_t)n, &o, &s);
+		if (r == CUDA_ERROR_INVALID_VALUE)
+			return n;
+		if (r != CUDA_SUCCESS)
+			return -1;
+		off[n] = (uint32_t)o;
+		size[n] = (uint32_t)s;
+	}
+	return -1;
+}
+
+static const struct cg_layout *ask_driver(CUfunction f)
+{
+	static _Thread_local uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
+	if (!cg_real[CG_E_cuFuncGetParamInfo] || !cg_real[CG_E_cuKernelGetParamInfo])
+		return &unknown_layout;
+	int n = query(f, false, off, size, MAX_PARAMS);
+	bool as_kernel = false;
+	if (n <= 0) {
+		/* Either a CUkernel, or really no parameters: the kernel query decides. */
+		int k = query(f, true, off, size, MAX_PARAMS);
+		if (k > 0 || (k == 0 && n < 0)) {
+			n = k;
+			as_kernel = true;
+		}
+	}
+	if (n < 0)
+		return &unknown_layout;
+	struct cg_layout *l = malloc(sizeof(*l) + (size_t)n * sizeof(l->p[0]));
+	if (!l)
+		return &unknown_layout;
+	l->n = (uint32_t)n;
+	l->size = 0;
+	for (int i = 0; i < n; i++) {
+		l->p[i].off = off[i];
+		l->p[i].size = size[i];
+		if (off[i] + size[i] > l->size)
+			l->size = off[i] + size[i];
+	}
+	l->name = NULL;
+	atomic_init(&l->launches, 0);
+	if (as_kernel && cg_real[CG_E_cuKernelGetName])
+		CG_REAL(cuKernelGetName)(&l->name, (CUkernel)f);
+	else if (cg_real[CG_E_cuFuncGetName])
+		CG_REAL(cuFuncGetName)(&l->name, f);
+	return l;
+}
+
+const struct cg_layout *cg_layout_of(CUfunction f)
+{
+	struct table *t = atomic_load_explicit(&current, memory_order_acquire);
+	const struct cg_layout *l = t ? lookup(t, f) : NULL;
+	if (l)
+		return l == &unknown_layout ? NULL : l;
+
+	pthread_mutex_lock(&lock);
+	t = atomic_load_explicit(&current, memory_order_relaxed);
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		atomic_store_explicit(&current, t, memory_order_release);
+	}
+	l = t ? lookup(t, f) : NULL;
+	if (t && !l) {
+		cg_tl_internal++;
+		l = ask_driver(f);
+		cg_tl_internal--;
+		for (size_t i = slot_of(f), n = 0; n < SLOTS / 2; i = (i + 1) & (SLOTS - 1), n++) {
+			if (!atomic_load_explicit(&t->slot[i].key, memory_order_relaxed)) {
+				t->slot[i].val = l;
+				atomic_store_explicit(&t->slot[i].key, f, memory_order_release);
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return l == &unknown_layout ? NULL : l;
+}
+
+void cg_layout_reset(void)
+{
+	/* Readers may still walk the old table: it is left allocated (unloads are rare). */
+	pthread_mutex_lock(&lock);
+	atomic_store_explicit(&current, NULL, memory_order_release);
+	pthread_mutex_unlock(&lock);
+}
+
+void cg_layout_json_top(struct cg_json *j, const char *key, int top)
+{
+	enum { MAX_TOP = 32 };
+	const struct cg_layout *best[MAX_TOP];
+	int n = 0;
+	top = top < MAX_TOP ? top : MAX_TOP;
+	pthread_mutex_lock(&lock);
+	struct table *t = atomic_load(&current);
+	for (size_t i = 0; t && i < SLOTS; i++) {
+		const struct cg_layout *l = t->slot[i].val;
+		if (!atomic_load(&t->slot[i].key) || l == &unknown_layout || !atomic_load(&l->launches))
+			continue;
+		int k = n < top ? n++ : top - 1; /* insertion into a small sorted array */
+		if (k == top - 1 && n == top && atomic_load(&best[k]->launches) >= atomic_load(&l->launches))
+			continue;
+		while (k > 0 && atomic_load(&best[k - 1]->launches) < atomic_load(&l->launches)) {
+			best[k] = best[k - 1];
+			k--;
+		}
+		best[k] = l;
+	}
+	pthread_mutex_unlock(&lock);
+	cg_json_arr(j, key);
+	for (int i = 0; i < n; i++) {
+		cg_json_obj(j, NULL);
+		cg_json_str(j, "name", best[i]->name);
+		cg_json_uint(j, "launches", atomic_load(&best[i]->launches));
+		cg_json_obj_end(j);
+	}
+	cg_json_arr_end(j);
+}

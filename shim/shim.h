@@ -1,0 +1,50 @@
+/* Process-wide shim state: start-up, pass-through decisions, exit. */
+#ifndef CG_SHIM_SHIM_H
+#define CG_SHIM_SHIM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/engine.h"
+
+/* Addresses of our exported wrappers, by entry id (NULL for pure entries). */
+extern void *const cg_wrapper[];
+
+struct cg_shim {
+	atomic_bool disabled;      /* CUGRAFT_DISABLE, or the driver could not be loaded */
+	atomic_bool exiting;       /* exit work has started: no more deferral */
+	atomic_bool driver_gone;   /* after exit work: never call the driver again */
+	atomic_int captures;       /* program stream captures in progress */
+	atomic_bool flusher_idle;  /* the flusher sleeps until woken (nothing was pending) */
+	bool flusher_running;
+	struct cg_engine *engine;
+	uint32_t max_defer_us;
+	bool record_only;
+};
+extern struct cg_shim cg_shim;
+
+/* Depth of shim-internal driver calls (backend) and NCCL calls on this thread: launches made
+ * there are not the program's and pass through untouched. */
+extern _Thread_local int cg_tl_internal;
+
+static inline bool cg_shim_disabled(void)
+{
+	return atomic_load_explicit(&cg_shim.disabled, memory_order_relaxed);
+}
+
+/* True when a program call must go straight to the driver with nothing else done. */
+static inline bool cg_shim_passthrough(void)
+{
+	return cg_tl_internal > 0 || atomic_load_explicit(&cg_shim.disabled, memory_order_relaxed);
+}
+
+bool cg_shim_in_init(void);
+/* Called once the driver is loaded: options, engine, flusher thread, report. */
+void cg_shim_start(void);
+/* Exit work, once: flush, destroy graphs, write the summary. */
+void cg_shim_exit(void);
+/* Pending work appeared while the flusher was idle. */
+void cg_shim_wake_flusher(void);
+
+#endif

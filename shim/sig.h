@@ -1,0 +1,55 @@
+/* How the shim packs an op for the policy engine (policy/op.h): the signature bytes (what a
+ * graph node must share to be reused) and the argument bytes (what is patched per launch). */
+#ifndef CG_SHIM_SIG_H
+#define CG_SHIM_SIG_H
+
+#include <cuda.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cg_kind { CG_K_KERNEL = 1, CG_K_MEMSET8, CG_K_MEMSET32, CG_K_COPY };
+
+/* A kernel's parameter layout (cuFuncGetParamInfo / cuKernelGetParamInfo), interned per
+ * function handle, so that equal pointers mean equal layouts. */
+struct cg_layout {
+	uint32_t n;         /* parameters */
+	uint32_t size;      /* packed bytes: end of the last parameter */
+	const char *name;   /* kernel name (driver-owned string) or NULL */
+	_Atomic uint64_t launches; /* for the report's kernel list */
+	struct { uint32_t off, size; } p[];
+};
+
+#define CG_MAX_ATTRS 8
+
+struct cg_sig {
+	uint32_t kind;
+	uint32_t shmem;
+	uint64_t fn;                    /* CUfunction / CUkernel */
+	uint32_t grid[3], block[3];
+	const struct cg_layout *layout; /* kernels */
+	uint64_t a, b;                  /* memset: -, count; copy: -, bytes (the rest is in args:
+	                                   {destination, value} / {destination, source}) */
+	uint32_t nattrs, pad;
+	CUlaunchAttribute attrs[CG_MAX_ATTRS]; /* normalised: unused bytes zero */
+};
+
+static inline uint32_t cg_sig_len(const struct cg_sig *s)
+{
+	return (uint32_t)(offsetof(struct cg_sig, attrs) + s->nattrs * sizeof(CUlaunchAttribute));
+}
+
+/* Parameter layout of a function or kernel handle; NULL when the driver cannot say. */
+const struct cg_layout *cg_layout_of(CUfunction f);
+/* Module or library unloaded: handles may be reused, forget every layout. */
+void cg_layout_reset(void);
+/* Counts a launch of the kernel (report). */
+static inline void cg_layout_count(const struct cg_layout *l)
+{
+	atomic_fetch_add_explicit(&((struct cg_layout *)l)->launches, 1, memory_order_relaxed);
+}
+struct cg_json;
+/* "key":[{name, launches}...] for the `top` most launched kernels. */
+void cg_layout_json_top(struct cg_json *j, const char *key, int top);
+
+#endif

@@ -1,0 +1,336 @@
+/* The stream registry (stream.h). Lookups hit a small per-thread cache; misses and every
+ * cross-stream operation take the registry lock, then one stream lock at a time (never two),
+ * so the order registry -> stream is the only lock order. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "driver.h"
+#include "shim.h"
+#include "stream.h"
+#include "backend.h"
+#include "events.h"
+
+static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+static struct cg_sstate *streams;   /* live records */
+static struct cg_sstate *recycled;  /* forgotten records, reused for new streams */
+static _Atomic unsigned registry_gen = 1;
+static _Atomic uint64_t next_id = 1;
+
+/* How many streams hold deferred work: all, the legacy ones, and blocking non-legacy ones. */
+static atomic_int any_pending, legacy_pending, blocking_pending;
+
+bool cg_any_pending(void)
+{
+	return atomic_load_explicit(&any_pending, memory_order_acquire) > 0;
+}
+
+/* --- lookup -------------------------------------------------------------------------------- */
+enum kind { CREATED, LEGACY, PER_THREAD };
+
+#define TL_WAYS 8
+static _Thread_local struct {
+	CUstream h;
+	CUcontext ctx;
+	struct cg_sstate *s;
+	unsigned gen;
+} tl_cache[TL_WAYS];
+
+static struct cg_sstate *find_locked(CUstream h, CUcontext ctx, enum kind k)
+{
+	for (struct cg_sstate *s = streams; s; s = s->next) {
+		if (k == CREATED && s->handle == h && !s->legacy && !s->per_thread)
+			return s;
+		if (k == LEGACY && s->legacy && s->ctx == ctx)
+			return s;
+		if (k == PER_THREAD && s->per_thread && s->ctx == ctx && s->owner == pthread_self())
+			return s;
+	}
+	return NULL;
+}
+
+static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
+{
+	struct cg_sstate *s = recycled;
+	if (s)
+		recycled = s->next;
+	else if (!(s = calloc(1, sizeof(*s))))
+		return NULL;
+	else
+		pthread_mutex_init(&s->lock, NULL);
+	s->handle = k == LEGACY ? CU_STREAM_LEGACY : k == PER_THREAD ? CU_STREAM_PER_THREAD : h;
+	s->ctx = ctx;
+	s->capture = NULL;
+	s->legacy = k == LEGACY;
+	s->per_thread = k == PER_THREAD;
+	s->blocking = true;
+	s->owner = pthread_self();
+	s->id = atomic_fetch_add(&next_id, 1);
+	atomic_store(&s->pending, false);
+	atomic_store(&s->ops, 0);
+	if (k == CREATED) {
+		unsigned flags = 0;
+		cg_tl_internal++;
+		if (CG_REAL(cuStreamGetFlags)(h, &flags) == CUDA_SUCCESS)
+			s->blocking = !(flags & CU_STREAM_NON_BLOCKING);
+		cg_tl_internal--;
+	}
+	/* Per-thread default streams cannot be reached from another thread (the flusher, an
+	 * observer): deferring on them could not be bounded, so they are only recorded. */
+	s->eng = k == PER_THREAD || !cg_shim.engine ? NULL : cg_stream_new(cg_shim.engine, s, s->id);
+	s->live = true;
+	s->next = streams;
+	streams = s;
+	return s;
+}
+
+struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
+{
+	enum kind k = CREATED;
+	if (h == CU_STREAM_LEGACY || (h == NULL && !ptsz))
+		k = LEGACY;
+	else if (h == CU_STREAM_PER_THREAD || h == NULL)
+		k = PER_THREAD;
+	CUcontext ctx = NULL;
+	if (k != CREATED && CG_REAL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS)
+		return NULL;
+	CUstream key = k == CREATED ? h : k == LEGACY ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD;
+
+	unsigned gen = atomic_load_explicit(&registry_gen, memory_order_acquire);
+	unsigned way = (unsigned)(((uintptr_t)key ^ (uintptr_t)ctx) >> 4) % TL_WAYS;
+	if (tl_cache[way].h == key && tl_cache[way].ctx == ctx && tl_cache[way].gen == gen)
+		return tl_cache[way].s;
+
+	struct cg_sstate *s = NULL;
+	pthread_mutex_lock(&registry);
+	s = find_locked(h, ctx, k);
+	if (!s && k == CREATED) {
+		cg_tl_internal++;
+		CUresult r = CG_REAL(cuStreamGetCtx)(h, &ctx);
+		cg_tl_internal--;
+		if (r != CUDA_SUCCESS) {
+			pthread_mutex_unlock(&registry);
+			return NULL;
+		}
+	}
+	if (!s)
+		s = create_locked(h, ctx, k);
+	pthread_mutex_unlock(&registry);
+	if (s) {
+		tl_cache[way].h = key;
+		tl_cache[way].ctx = ctx;
+		tl_cache[way].s = s;
+		tl_cache[way].gen = gen;
+	}
+	return s;
+}
+
+/* --- pending bookkeeping ------------------------------------------------------------------- */
+void cg_stream_sync_pending(struct cg_sstate *s)
+{
+	bool p = s->eng && cg_stream_pending(s->eng);
+	if (p == atomic_load_explicit(&s->pending, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&s->pending, p, memory_order_release);
+	int d = p ? 1 : -1;
+	if (s->legacy)
+		atomic_fetch_add(&legacy_pending, d);
+	else if (s->blocking)
+		atomic_fetch_add(&blocking_pending, d);
+	if (atomic_fetch_add(&any_pending, d) == 0 && p &&
+	    atomic_load_explicit(&cg_shim.flusher_idle, memory_order_relaxed))
+		cg_shim_wake_flusher();
+}
+
+/* Flush every live stream matching `pick`, one lock at a time. */
+static void flush_where(bool (*pick)(struct cg_sstate *, const void *), const void *arg,
+                        enum cg_reason why, bool cut)
+{
+	pthread_mutex_lock(&registry);
+	for (struct cg_sstate *s = streams; s; s = s->next) {
+		if (!s->eng || !pick(s, arg))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		if (cut)
+			cg_boundary(s->eng, why);
+		else
+			cg_flush(s->eng, why);
+		cg_stream_sync_pending(s);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&registry);
+}
+
+static bool pick_pending(struct cg_sstate *s, const void *arg)
+{
+	return atomic_load_explicit(&s->pending, memory_order_acquire);
+}
+
+static bool pick_blocking_other(struct cg_sstate *s, const void *self)
+{
+	return s != self && !s->legacy && s->blocking && atomic_load(&s->pending);
+}
+
+static bool pick_legacy_other(struct cg_sstate *s, const void *self)
+{
+	return s != self && s->legacy && atomic_load(&s->pending);
+}
+
+static bool pick_all(struct cg_sstate *s, const void *arg)
+{
+	return true;
+}
+
+void cg_stream_order(struct cg_sstate *s)
+{
+	/* The legacy stream waits for all earlier work of blocking streams and they wait for its
+	 * earlier work: deferred work on the other side must reach the driver first. The point
+	 * recurs with the program's loop, so it is also a learned chunk boundary. */
+	if (s->legacy) {
+		if (atomic_load_explicit(&blocking_pending, memory_order_acquire) > 0)
+			flush_where(pick_blocking_other, s, CG_R_STREAM_ORDER, true);
+	} else if (s->blocking) {
+		if (atomic_load_explicit(&legacy_pending, memory_order_acquire) > 0)
+			flush_where(pick_legacy_other, s, CG_R_STREAM_ORDER, true);
+	}
+}
+
+void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
+{
+	cg_events_boundary(why);
+	struct cg_sstate *s = cg_stream_get(h, ptsz);
+	if (!s)
+		return;
+	cg_stream_order(s);
+	if (!s->eng)
+		return;
+	pthread_mutex_lock(&s->lock);
+	cg_boundary(s->eng, why);
+	cg_stream_sync_pending(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void cg_boundary_all(enum cg_reason why)
+{
+	cg_events_boundary(why);
+	flush_where(pick_all, NULL, why, true);
+}
+
+void cg_flush_all(enum cg_reason why, const char *api)
+{
+	if (!cg_any_pending())
+		return;
+	/* A program call that forces a flush recurs where the program makes it: cut there too. */
+	flush_where(pick_pending, NULL, why, true);
+}
+
+struct age { uint64_t now, max; };
+
+static bool pick_old(struct cg_sstate *s, const void *arg)
+{
+	const struct age *a = arg;
+	if (!atomic_load_explicit(&s->pending, memory_order_acquire))
+		return false;
+	uint64_t since = cg_stream_pending_since(s->eng);
+	return since && a->now >= since && a->now - since >= a->max;
+}
+
+void cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns)
+{
+	if (!cg_any_pending())
+		return;
+	struct age a = { now_ns, max_age_ns };
+	flush_where(pick_old, &a, CG_R_TIMEOUT, false);
+}
+
+/* --- forgetting ---------------------------------------------------------------------------- */
+static void retire(struct cg_sstate *s, enum cg_reason why)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->eng) {
+		cg_stream_free(s->eng, why);
+		s->eng = NULL;
+	}
+	cg_stream_sync_pending(s);
+	cg_backend_forget_stream(s);
+	s->live = false;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void forget_where(bool (*pick)(struct cg_sstate *, const void *), const void *arg,
+                         enum cg_reason why)
+{
+	pthread_mutex_lock(&registry);
+	for (struct cg_sstate **pp = &streams; *pp;) {
+		struct cg_sstate *s = *pp;
+		if (!pick(s, arg)) {
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		retire(s, why);
+		s->next = recycled;
+		recycled = s;
+	}
+	atomic_fetch_add(&registry_gen, 1);
+	pthread_mutex_unlock(&registry);
+}
+
+static bool pick_handle(struct cg_sstate *s, const void *h)
+{
+	return !s->legacy && !s->per_thread && s->handle == h;
+}
+
+static bool pick_ctx(struct cg_sstate *s, const void *ctx)
+{
+	return !ctx || s->ctx == ctx;
+}
+
+void cg_stream_forget(CUstream h)
+{
+	forget_where(pick_handle, h, CG_R_SYNC);
+}
+
+void cg_stream_forget_ctx(CUcontext ctx, enum cg_reason why)
+{
+	forget_where(pick_ctx, ctx, why);
+}
+
+/* Exit: like forgetting every stream, but a lock held by another thread (exit() called while a
+ * launch is in progress elsewhere) is waited for only briefly: exit must not hang. */
+static bool lock_briefly(pthread_mutex_t *m)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += 200 * 1000 * 1000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return pthread_mutex_timedlock(m, &t) == 0;
+}
+
+void cg_stream_exit_all(void)
+{
+	if (!lock_briefly(&registry))
+		return;
+	for (struct cg_sstate *s = streams; s; s = s->next) {
+		if (!s->eng || !lock_briefly(&s->lock))
+			continue;
+		cg_stream_free(s->eng, CG_R_EXIT);
+		s->eng = NULL;
+		cg_stream_sync_pending(s);
+		cg_backend_forget_stream(s);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&registry);
+}
+
+void cg_stream_each(void (*fn)(struct cg_sstate *s, void *arg), void *arg)
+{
+	pthread_mutex_lock(&registry);
+	for (struct cg_sstate *s = streams; s; s = s->next)
+		fn(s, arg);
+	pthread_mutex_unlock(&registry);
+}

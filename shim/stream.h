@@ -1,0 +1,62 @@
+/* Program streams as the shim tracks them: one record per (context, stream), its lock, its
+ * engine state, and the legacy default stream's implicit ordering against blocking streams. */
+#ifndef CG_SHIM_STREAM_H
+#define CG_SHIM_STREAM_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "policy/engine.h"
+
+struct cg_sstate {
+	pthread_mutex_t lock;      /* held around every engine call for this stream */
+	CUstream handle;           /* what we submit to: the program's handle, or CU_STREAM_LEGACY */
+	CUcontext ctx;
+	CUstream capture;          /* private stream the backend captures chunk graphs on */
+	uint64_t id;               /* small number naming the stream in the report */
+	bool legacy;               /* the context's legacy default stream */
+	bool blocking;             /* synchronises with the legacy stream */
+	bool per_thread;           /* a per-thread default stream: recorded, never deferred */
+	bool live;
+	pthread_t owner;           /* the thread of a per-thread stream */
+	struct cg_stream *eng;     /* engine state; NULL for per-thread streams */
+	atomic_bool pending;       /* the engine holds deferred work (mirrored after each call) */
+	_Atomic uint64_t ops;      /* ops seen on this stream */
+	struct cg_sstate *next;
+};
+
+/* The record for a stream handle as passed to an entry point; `ptsz` for the _ptsz forms (0
+ * then means the calling thread's per-thread stream). NULL when the driver cannot tell. */
+struct cg_sstate *cg_stream_get(CUstream h, bool ptsz);
+
+/* Before an op is submitted on s (lock not held): flush what the legacy stream's implicit
+ * synchronisation orders before it. */
+void cg_stream_order(struct cg_sstate *s);
+
+/* After every engine call on s (lock held): mirror its pending state into the counters. */
+void cg_stream_sync_pending(struct cg_sstate *s);
+
+/* A boundary call ordered on one stream (with legacy semantics) / observing every stream. */
+void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why);
+void cg_boundary_all(enum cg_reason why);
+/* Submit all pending work everywhere (no learning cut): unclassified entry points, other
+ * threads' observations. `api` names the caller for the report. Fast when nothing is pending. */
+void cg_flush_all(enum cg_reason why, const char *api);
+/* Flush pending work older than max_age_ns (the background flusher). */
+void cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns);
+bool cg_any_pending(void);
+
+/* Forget streams: one handle (stream destroy) or every stream of a context (NULL: all). Their
+ * pending work is flushed and their graphs destroyed first (unless the driver is gone). */
+void cg_stream_forget(CUstream h);
+void cg_stream_forget_ctx(CUcontext ctx, enum cg_reason why);
+
+/* Exit: submit pending work and destroy graphs everywhere, never waiting long for a lock. */
+void cg_stream_exit_all(void);
+
+/* Visit every live stream (report). */
+void cg_stream_each(void (*fn)(struct cg_sstate *s, void *arg), void *arg);
+
+#endif
