@@ -1,0 +1,90 @@
+#!/bin/bash
+# GPU checks (suite gpu): the shim on the real driver. Each check runs a program without and with
+# libcugraft.so preloaded and compares results bitwise; audit mode (CUPTI) counts escapes.
+# usage: gpu-checks.sh BUILD_DIR [OUT_DIR] [CHECK...]    exit 77 when there is no GPU
+set -u
+build=$(cd "$1" && pwd); out=${2:-$build/gpu-checks}; shift; [ $# -gt 0 ] && shift
+mkdir -p "$out"
+nvidia-smi -L > /dev/null 2>&1 || { echo "no GPU: skipped"; exit 77; }
+lib=$build/shim/libcugraft.so
+progs=$build/tests/programs wl=$build/bench/workloads
+root=$(cd "$(dirname "$0")/../.." && pwd)
+status=0
+fail() { echo "FAIL $*"; status=1; }
+field() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+summary() { python3 -c '
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if "\"summary\"" in l][-1]
+out = []
+for key in sys.argv[2:]:
+    v = s
+    for k in key.split("."):
+        v = v.get(k, 0) if isinstance(v, dict) else 0
+    out.append(str(v))
+print(" ".join(out))' "$@"; }
+run() { # NAME: eager and shim runs of CMD; extra env for the shim run in SHIM_ENV
+  local n=$1; shift
+  timeout 300 "$@" > "$out/$n.eager.out" 2> "$out/$n.eager.err"; echo $? > "$out/$n.eager.rc"
+  env CUGRAFT_REPORT="$out/$n.jsonl" ${SHIM_ENV:-} LD_PRELOAD="$lib" timeout 300 "$@" \
+    > "$out/$n.shim.out" 2> "$out/$n.shim.err"; echo $? > "$out/$n.shim.rc"
+}
+compare() { # NAME KEY: both exited 0, lines starting with KEY identical
+  local n=$1 key=$2
+  [ "$(cat "$out/$n.eager.rc")" = 0 ] || { fail "$n: eager exited $(cat "$out/$n.eager.rc")"; return; }
+  [ "$(cat "$out/$n.shim.rc")" = 0 ] || { fail "$n: shim exited $(cat "$out/$n.shim.rc"): $(tail -2 "$out/$n.shim.err")"; return; }
+  local a b; a=$(grep "^$key" "$out/$n.eager.out" | md5sum); b=$(grep "^$key" "$out/$n.shim.out" | md5sum)
+  [ -n "$(grep "^$key" "$out/$n.eager.out")" ] || { fail "$n: no '$key' lines"; return; }
+  [ "$a" = "$b" ] || { fail "$n: '$key' differs under the shim"; return; }
+  echo "ok $n: identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen | \
+    awk '{printf "launches %s graph_launches %s replayed %s eager %s escaped %s cupti_launches %s", $1,$2,$3,$4,$5,$6}')"
+}
+want() { [ -z "${CHECKS:-}" ] || [[ " $CHECKS " == *" $1 "* ]]; }
+CHECKS="$*"
+
+if want fourway; then
+  SHIM_ENV="CUGRAFT_AUDIT=1" run fourway "$progs/fourway" --iters 100
+  compare fourway checksum
+fi
+if want threads; then
+  SHIM_ENV="CUGRAFT_AUDIT=1" run threads "$progs/threads"; compare threads checksum
+fi
+if want lifecycle; then
+  for m in exit-no-cleanup ctx-destroy capture; do
+    run "life-$m" "$progs/lifecycle" --mode $m; compare "life-$m" checksum
+  done
+  env CUGRAFT_REPORT="$out/spin.jsonl" LD_PRELOAD="$lib" timeout 60 "$progs/lifecycle" --mode spin > "$out/spin.out" 2>&1 &&
+    echo "ok spin: finished" || fail "spin: $(tail -2 "$out/spin.out")"
+fi
+if want demo; then
+  "$build/tools/cugraft" demo > "$out/demo.txt" 2>&1 && echo "ok demo: $(grep -i -E 'ratio|identical|equal' "$out/demo.txt" | tr '\n' ' ')" ||
+    fail "demo: $(tail -5 "$out/demo.txt")"
+fi
+if want micro; then
+  for blocks in 16 4096; do
+    for api in driver runtime; do
+      n=mb-$api-$blocks
+      SHIM_ENV="CUGRAFT_AUDIT=1" run $n "$wl/mb-$api" --kernels 1000 --blocks $blocks --iters 200 --sync
+      "$wl/mb-$api" --kernels 1000 --blocks $blocks --iters 200 --sync --graph > "$out/$n.graph.out" 2>&1
+      compare $n checksum
+      e=$(field iter_us "$out/$n.eager.out"); s=$(field iter_us "$out/$n.shim.out"); g=$(field iter_us "$out/$n.graph.out")
+      echo "   $n iter_us eager $e cugraft $s hand-graph $g  speedup cugraft $(python3 -c "print(round($e/$s,3))" 2>/dev/null) hand $(python3 -c "print(round($e/$g,3))" 2>/dev/null)"
+    done
+  done
+fi
+if want trainer; then
+  SHIM_ENV="CUGRAFT_AUDIT=1" run trainer "$wl/mini-trainer" --steps 50; compare trainer step
+fi
+if want torch; then
+  for model in mlp transformer; do
+    n=torch-$model
+    timeout 300 python3 "$root/bench/train_torch.py" --model $model --steps 50 --out "$out/$n.eager.loss" > "$out/$n.eager.out" 2>&1; echo $? > "$out/$n.eager.rc"
+    env CUGRAFT_REPORT="$out/$n.jsonl" CUGRAFT_AUDIT=1 LD_PRELOAD="$lib" timeout 300 python3 "$root/bench/train_torch.py" \
+      --model $model --steps 50 --out "$out/$n.shim.loss" > "$out/$n.shim.out" 2>&1; echo $? > "$out/$n.shim.rc"
+    if [ "$(cat "$out/$n.eager.rc")$(cat "$out/$n.shim.rc")" = 00 ] && cmp -s "$out/$n.eager.loss" "$out/$n.shim.loss"; then
+      echo "ok $n: losses identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen); step eager $(grep step_ms "$out/$n.eager.out") shim $(grep step_ms "$out/$n.shim.out")"
+    else
+      fail "$n: rc $(cat "$out/$n.eager.rc")/$(cat "$out/$n.shim.rc") $(tail -3 "$out/$n.shim.out")"
+    fi
+  done
+fi
+exit $status
