@@ -1,0 +1,31 @@
+/* The only way the policy engine reaches a driver: a table of callbacks. The shim gives the
+ * real-driver backend (shim/backend.c); tests give a recording fake (tests/unit). Every call
+ * returns 0 or a negative errno-style code; `detail` (may be NULL) receives a static string
+ * naming the failing API result (e.g. "CUDA_ERROR_OUT_OF_MEMORY") for the report. */
+#ifndef CG_POLICY_BACKEND_H
+#define CG_POLICY_BACKEND_H
+
+#include "op.h"
+
+struct cg_event;
+
+struct cg_backend {
+	/* Submit one op eagerly on the stream, exactly as recorded. */
+	int (*eager)(void *be, void *stream, const struct cg_op *op, const char **detail);
+	/* Build and instantiate one executable graph holding ops[0..n) in order, with these
+	 * argument bytes. *graph receives the backend's handle. Nothing runs. */
+	int (*build)(void *be, void *stream, const struct cg_op *ops, uint32_t n, void **graph,
+	             const char **detail);
+	/* Replace the argument bytes of node `index` (the index-th op given to build) with
+	 * op->args. op->sig equals the sig the graph was built with. */
+	int (*patch)(void *be, void *graph, uint32_t index, const struct cg_op *op, const char **detail);
+	/* Launch the graph on the stream. */
+	int (*launch)(void *be, void *stream, void *graph, const char **detail);
+	/* Free the graph. Never fails visibly. */
+	void (*destroy)(void *be, void *graph);
+	/* Optional (may be NULL): an event worth reporting (region armed, graph built, fallback
+	 * first occurrences, chunk disabled). Called with the stream's lock held: no blocking. */
+	void (*event)(void *be, const struct cg_event *ev);
+};
+
+#endif

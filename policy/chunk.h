@@ -1,0 +1,126 @@
+/* Chunk templates and the per-stream index over them. A template holds one learned chunk: its
+ * ops' signatures, the argument bytes its graph holds (before it has one: those of its latest
+ * occurrence), and which argument words changed during warmup. Internal to policy/. */
+#ifndef CG_POLICY_CHUNK_H
+#define CG_POLICY_CHUNK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include "policy/op.h"
+#include "policy/reason.h"
+
+typedef void *(*cg_realloc_fn)(void *p, size_t n);
+
+/* The chunk being learned or deferred on a stream: its ops, copied at submit time (the
+ * program's parameter memory is usually its stack). */
+struct cg_scratch {
+	uint32_t n;
+	bool lossy;          /* a copy failed: only hashes were kept, this chunk is not learned */
+	uint64_t key;        /* running mix of the op hashes */
+	uint64_t *hash;      /* [chunk_max] */
+	uint32_t *sig_off, *sig_len, *args_off, *args_len;
+	const char **name;
+	unsigned char *bytes;
+	size_t used, cap;
+};
+
+enum cg_chunk_state {
+	CG_CHUNK_LEARNING,  /* seen fewer than warmup times */
+	CG_CHUNK_IDLE,      /* learned but no graph: not built yet, evicted, or refused (max_graphs) */
+	CG_CHUNK_ARMED,     /* has a graph and is indexed by its first op */
+	CG_CHUNK_BACKOFF,   /* a graph API failed: skipping `skip` occurrences before rebuilding */
+	CG_CHUNK_DISABLED,  /* eager for good */
+};
+
+struct cg_chunk {
+	uint64_t key;
+	uint32_t n;
+	enum cg_chunk_state state;
+	enum cg_reason why;       /* BACKOFF, DISABLED: why its occurrences run eagerly */
+	uint32_t seen, fails, skip;
+	void *graph;                   /* instance 0 (its held arguments are `args`) */
+	/* A chunk can recur several times between two program boundaries (identical layers, a
+	 * loop of one kernel): its k-th occurrence since the last boundary uses instance k, whose
+	 * graph already holds the arguments of that position, so few nodes need patching. */
+	uint32_t ninst;                /* instances with a graph: graph, then xgraph[0..ninst-1) */
+	uint32_t occ;                  /* occurrences since boundary epoch occ_epoch */
+	uint64_t occ_epoch;
+	void **xgraph;
+	unsigned char *xargs;          /* held arguments of the extra instances, args bytes each */
+	uint64_t last_used;       /* stream tick of its last build or launch, for LRU eviction */
+	double eager_us, graph_us;
+	uint32_t samples;
+	struct cg_chunk *armed_next;   /* next armed chunk whose first op has the same hash */
+	uint64_t *hash;                /* [n] */
+	uint64_t *changed;             /* [n] bit w: argument word w changed during warmup (the
+	                                  last bit stands for every word from 63 on) */
+	const char **name;             /* [n] */
+	uint32_t *sig_off, *args_off;  /* [n + 1] */
+	unsigned char *sig, *args;
+};
+
+/* Does the op equal op i of the template, as far as a graph node's reuse goes? The argument
+ * length is part of it so that held arguments can be compared and patched in place. */
+static inline bool cg_chunk_op_matches(const struct cg_chunk *t, uint32_t i, const struct cg_op *op,
+                                       uint64_t hash)
+{
+	return t->hash[i] == hash && t->sig_off[i + 1] - t->sig_off[i] == op->sig_len &&
+	       t->args_off[i + 1] - t->args_off[i] == op->args_len &&
+	       memcmp(t->sig + t->sig_off[i], op->sig, op->sig_len) == 0;
+}
+
+static inline uint32_t cg_chunk_bytes(const struct cg_chunk *t)
+{
+	return t->sig_off[t->n] + t->args_off[t->n];
+}
+
+/* Learned chunks of one stream: by content (key, then bytes) and, for the armed ones, by the
+ * hash of their first op. Both tables only grow; chunks live as long as the stream. */
+struct cg_index {
+	cg_realloc_fn mem;
+	struct cg_chunk **by_key;
+	uint32_t key_mask, nchunks;
+	struct cg_first {
+		uint64_t hash;             /* 0: empty slot (op hashes are never 0) */
+		struct cg_chunk *armed;    /* chain through armed_next */
+	} *by_first;
+	uint32_t first_mask, nfirst;
+};
+
+bool cg_scratch_init(struct cg_scratch *sc, uint32_t chunk_max, cg_realloc_fn mem);
+void cg_scratch_fini(struct cg_scratch *sc, cg_realloc_fn mem);
+/* Make room for `bytes` more signature and argument bytes. */
+bool cg_scratch_reserve(struct cg_scratch *sc, size_t bytes, cg_realloc_fn mem);
+/* Append an op (the caller checked n < chunk_max). A failed copy only makes the chunk lossy. */
+void cg_scratch_push(struct cg_scratch *sc, const struct cg_op *op, uint64_t hash, cg_realloc_fn mem);
+void cg_scratch_op(const struct cg_scratch *sc, uint32_t i, struct cg_op *out);
+uint64_t cg_scratch_key(const struct cg_scratch *sc);
+void cg_scratch_reset(struct cg_scratch *sc);
+
+bool cg_index_init(struct cg_index *ix, cg_realloc_fn mem);
+/* Frees every chunk; their graphs must be gone already. */
+void cg_index_fini(struct cg_index *ix);
+/* The chunk with the scratch's content, or NULL. */
+struct cg_chunk *cg_index_find(const struct cg_index *ix, const struct cg_scratch *sc);
+struct cg_chunk *cg_index_find_key(const struct cg_index *ix, uint64_t key);
+/* A new chunk holding a copy of the scratch's content; NULL when out of memory or full. */
+struct cg_chunk *cg_index_add(struct cg_index *ix, const struct cg_scratch *sc);
+bool cg_index_arm(struct cg_index *ix, struct cg_chunk *t);
+void cg_index_disarm(struct cg_index *ix, struct cg_chunk *t);
+/* Armed chunks whose first op hashes to `hash` (chained through armed_next), or NULL. */
+struct cg_chunk *cg_index_armed(const struct cg_index *ix, uint64_t hash);
+
+/* Warmup: mark the argument words that differ from the previous occurrence, keep these. */
+void cg_chunk_note_args(struct cg_chunk *t, const struct cg_scratch *sc);
+/* The graph was built with the scratch's arguments: hold them for the patch comparison. */
+void cg_chunk_hold_args(struct cg_chunk *t, const struct cg_scratch *sc);
+/* Arguments held by instance k (0 <= k < ninst). */
+static inline unsigned char *cg_chunk_inst_args(struct cg_chunk *t, uint32_t k)
+{
+	return k ? t->xargs + (size_t)(k - 1) * t->args_off[t->n] : t->args;
+}
+void cg_chunk_hold_inst_args(struct cg_chunk *t, uint32_t k, const struct cg_scratch *sc);
+void cg_chunk_arg_words(const struct cg_chunk *t, uint64_t *constant, uint64_t *changing);
+
+#endif

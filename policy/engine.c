@@ -1,0 +1,744 @@
+/* The per-stream state machine. Learning: the op sequence is cut into chunks by content (so the
+ * chunks of a loop align by themselves, whatever its period or prologue); a chunk seen `warmup`
+ * times gets a graph. Replay: ops that match an armed chunk are deferred until it is complete,
+ * then its graph is launched with the changed arguments patched in. Anything else runs eagerly,
+ * in order, and is counted by reason. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "policy/chunk.h"
+#include "policy/engine.h"
+
+#define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
+#define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
+
+struct cg_engine {
+	struct cg_engine_config cfg;
+	cg_realloc_fn mem;
+	uint32_t chunk_min;
+	uint64_t cdc_below;     /* cut where (hash >> 32) < cdc_below: probability 1 / cdc_mod */
+	const struct cg_backend *be;
+	void *be_ctx;
+	uint64_t (*now_ns)(void);
+	uint64_t graphs_alive;  /* atomic: all streams build against max_graphs */
+	pthread_mutex_t lock;   /* guards the stream list and `retired` */
+	struct cg_stream *streams;
+	struct cg_stats retired; /* counters of freed streams */
+};
+
+struct cg_stream {
+	struct cg_engine *e;
+	void *be_stream;
+	uint64_t id;
+	uint64_t op_index;          /* ops submitted on this stream so far */
+	uint64_t chunk_first;       /* op index of the current chunk's first op */
+	struct cg_scratch sc;       /* the current chunk */
+	bool deferring;             /* all of sc is deferred and a prefix of every candidate */
+	struct cg_chunk **cand;
+	uint32_t ncand, cand_cap;
+	struct cg_chunk *complete;  /* the armed chunk sc equals exactly, if any */
+	enum cg_reason why;         /* why the learning chunk runs eagerly (NONE: decided at the cut) */
+	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
+	uint64_t tick;              /* LRU clock */
+	uint64_t epoch;             /* program boundaries so far: instance positions restart */
+	struct cg_index ix;
+	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
+	uint8_t fallback_events[CG_R_COUNT];
+	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
+	struct cg_stats st;         /* one writer (the lock holder), read by cg_engine_stats */
+	struct cg_stream *prev, *next;
+};
+
+/* Counters are single-writer: a relaxed load and store (no locked instruction on the hot path)
+ * keeps concurrent reads from cg_engine_stats well-defined. */
+static inline void stat_add(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+#define ST(s, field, v) stat_add(&(s)->st.field, (v))
+
+static void *libc_realloc(void *p, size_t n)
+{
+	if (!n) {
+		free(p);
+		return NULL;
+	}
+	return realloc(p, n);
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void cg_engine_config_default(struct cg_engine_config *cfg)
+{
+	*cfg = (struct cg_engine_config){
+		.warmup = 3, .chunk_max = 64, .max_graphs = 1024, .fail_limit = 3,
+	};
+}
+
+/* ---- events and reasons ---------------------------------------------------------------- */
+
+static void emit(struct cg_stream *s, struct cg_event ev)
+{
+	if (!s->e->be->event)
+		return;
+	ev.stream_id = s->id;
+	s->e->be->event(s->e->be_ctx, &ev);
+}
+
+/* `n` ops ran eagerly because of `r`; `ev` says where (kind and reason are filled in here).
+ * An incident is reported once: the rest of a chunk that diverged is only counted. */
+static void fallback(struct cg_stream *s, enum cg_reason r, uint32_t n, bool report,
+                     struct cg_event ev)
+{
+	ST(s, fallbacks[r], n);
+	if (!report || s->fallback_events[r] >= CG_FALLBACK_EVENTS)
+		return;
+	s->fallback_events[r]++;
+	ev.kind = CG_EV_FALLBACK;
+	ev.reason = r;
+	emit(s, ev);
+}
+
+static void chunk_event(struct cg_stream *s, enum cg_event_kind kind, enum cg_reason r,
+                        const struct cg_chunk *t)
+{
+	emit(s, (struct cg_event){ .kind = kind, .reason = r, .op_index = s->chunk_first,
+	                           .chunk_ops = t->n, .chunk_key = t->key });
+}
+
+/* ---- the current chunk ----------------------------------------------------------------- */
+
+static void push(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	if (!s->sc.n)
+		s->chunk_first = s->op_index - 1;
+	cg_scratch_push(&s->sc, op, hash, s->e->mem);
+}
+
+static void chunk_reset(struct cg_stream *s)
+{
+	cg_scratch_reset(&s->sc);
+	s->why = CG_R_NONE;
+	s->passed = 0;
+}
+
+static void stop_deferring(struct cg_stream *s)
+{
+	s->deferring = false;
+	s->ncand = 0;
+	s->complete = NULL;
+	__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
+}
+
+/* Submit the deferred ops eagerly, in order. They stay in the scratch as the beginning of a
+ * chunk being learned (unless the caller resets it). */
+static void submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event ev)
+{
+	const struct cg_engine *e = s->e;
+	uint32_t n = s->sc.n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct cg_op op;
+		cg_scratch_op(&s->sc, i, &op);
+		/* The program was told its launch succeeded; a driver error now has nobody to go
+		 * to, exactly as with an asynchronous kernel fault. */
+		e->be->eager(e->be_ctx, s->be_stream, &op, NULL);
+	}
+	ST(s, ops_eager, n);
+	ST(s, ops_flushed, n);
+	stop_deferring(s);
+	fallback(s, r, n, true, ev);
+}
+
+/* ---- graphs ----------------------------------------------------------------------------- */
+
+/* Every instance's graph (through the backend unless the driver is gone). */
+static void destroy_instances(struct cg_stream *s, struct cg_chunk *t, bool driver_gone)
+{
+	const struct cg_engine *e = s->e;
+	if (!t->graph)
+		return;
+	if (!driver_gone) {
+		e->be->destroy(e->be_ctx, t->graph);
+		for (uint32_t k = 1; k < t->ninst; k++)
+			e->be->destroy(e->be_ctx, t->xgraph[k - 1]);
+	}
+	__atomic_fetch_sub(&s->e->graphs_alive, t->ninst, __ATOMIC_RELAXED);
+	t->graph = NULL;
+	t->ninst = 0;
+}
+
+static void drop_graph(struct cg_stream *s, struct cg_chunk *t)
+{
+	if (t->state == CG_CHUNK_ARMED)
+		cg_index_disarm(&s->ix, t);
+	destroy_instances(s, t, false);
+	/* A chunk that loses its graph can no longer be launched for the deferred ops. */
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < s->ncand; i++)
+		if (s->cand[i] != t)
+			s->cand[kept++] = s->cand[i];
+	s->ncand = kept;
+	if (s->complete == t)
+		s->complete = NULL;
+}
+
+static void disable(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r)
+{
+	if (t->graph)
+		drop_graph(s, t);
+	t->state = CG_CHUNK_DISABLED;
+	t->why = r;
+	ST(s, chunks_disabled, 1);
+	chunk_event(s, CG_EV_CHUNK_DISABLED, r, t);
+}
+
+/* A graph API failed for this chunk: back off exponentially, give up after fail_limit. */
+static void chunk_failed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r)
+{
+	if (t->graph)
+		drop_graph(s, t);
+	t->why = r;
+	if (++t->fails >= s->e->cfg.fail_limit) {
+		disable(s, t, CG_R_DISABLED);
+		return;
+	}
+	t->state = CG_CHUNK_BACKOFF;
+	t->skip = 1u << (t->fails < 31 ? t->fails : 31);
+}
+
+/* Take a slot under max_graphs. When full, evict this stream's least recently launched graph:
+ * other streams' graphs are guarded by their own locks, so they are out of reach. */
+static bool reserve_graph(struct cg_stream *s, const struct cg_chunk *keep)
+{
+	struct cg_engine *e = s->e;
+	if (__atomic_fetch_add(&e->graphs_alive, 1, __ATOMIC_RELAXED) < e->cfg.max_graphs)
+		return true;
+	struct cg_chunk *lru = NULL;
+	for (uint32_t i = 0; i <= s->ix.key_mask; i++) {
+		struct cg_chunk *t = s->ix.by_key[i];
+		if (t && t != keep && t->state == CG_CHUNK_ARMED && (!lru || t->last_used < lru->last_used))
+			lru = t;
+	}
+	if (!lru) {
+		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	drop_graph(s, lru);
+	lru->state = CG_CHUNK_IDLE;
+	ST(s, graphs_evicted, 1);
+	chunk_event(s, CG_EV_EVICTED, CG_R_MAX_GRAPHS, lru);
+	return true;
+}
+
+/* Build the chunk's graph from the occurrence in the scratch (which already ran eagerly).
+ * Returns NONE, or why it has no graph. */
+static enum cg_reason build(struct cg_stream *s, struct cg_chunk *t, const char **detail)
+{
+	struct cg_engine *e = s->e;
+	if (!reserve_graph(s, NULL))
+		return CG_R_MAX_GRAPHS;
+	for (uint32_t i = 0; i < t->n; i++)
+		cg_scratch_op(&s->sc, i, &s->ops[i]);
+	void *graph = NULL;
+	if (e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, detail) != 0) {
+		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
+		emit(s, (struct cg_event){ .kind = CG_EV_BUILD_FAILED, .reason = CG_R_BUILD_FAILED,
+		                           .op_index = s->chunk_first, .chunk_ops = t->n,
+		                           .chunk_key = t->key, .detail = *detail });
+		chunk_failed(s, t, CG_R_BUILD_FAILED);
+		return CG_R_BUILD_FAILED;
+	}
+	if (!cg_index_arm(&s->ix, t)) {
+		e->be->destroy(e->be_ctx, graph);
+		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
+		return CG_R_NO_MEMORY;
+	}
+	t->graph = graph;
+	t->ninst = 1;
+	t->state = CG_CHUNK_ARMED;
+	t->last_used = ++s->tick;
+	cg_chunk_hold_args(t, &s->sc);
+	ST(s, graphs_built, 1);
+	chunk_event(s, CG_EV_GRAPH_BUILT, CG_R_NONE, t);
+	return CG_R_NONE;
+}
+
+/* One more occurrence of `t` ran eagerly (learning): advance its state. Returns the reason
+ * its ops ran eagerly. */
+static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const char **detail)
+{
+	const struct cg_engine_config *cfg = &s->e->cfg;
+	enum cg_reason r;
+
+	switch (t->state) {
+	case CG_CHUNK_LEARNING:
+		cg_chunk_note_args(t, &s->sc);
+		if (++t->seen < cfg->warmup)
+			return CG_R_LEARNING;
+		t->state = CG_CHUNK_IDLE;
+		uint64_t constant, changing;
+		cg_chunk_arg_words(t, &constant, &changing);
+		ST(s, chunks_learned, 1);
+		ST(s, arg_words_constant, constant);
+		ST(s, arg_words_changing, changing);
+		chunk_event(s, CG_EV_CHUNK_ARMED, CG_R_NONE, t);
+		__attribute__((fallthrough));  /* build it now */
+	case CG_CHUNK_IDLE:
+		if (cfg->record_only)
+			return CG_R_LEARNING;
+		r = build(s, t, detail);
+		return r ? r : CG_R_LEARNING;
+	case CG_CHUNK_BACKOFF:
+		if (t->skip) {
+			t->skip--;
+			return t->why;
+		}
+		r = build(s, t, detail);
+		return r ? r : t->why;
+	case CG_CHUNK_ARMED:
+		/* Armed, yet learned: its start was not a chunk start (a divergence or a flush). */
+		return CG_R_LEARNING;
+	case CG_CHUNK_DISABLED:
+		return t->why;
+	}
+	return CG_R_LEARNING;
+}
+
+/* End the learning chunk: find or add its template, let it advance, count its eager ops. */
+static void cut(struct cg_stream *s, bool learn)
+{
+	struct cg_scratch *sc = &s->sc;
+	if (!sc->n)
+		return;
+	enum cg_reason r = sc->lossy ? CG_R_NO_MEMORY : CG_R_LEARNING;
+	const char *detail = NULL;
+	struct cg_chunk *t = NULL;
+	if (learn && !sc->lossy) {
+		t = cg_index_find(&s->ix, sc);
+		if (!t)
+			t = cg_index_add(&s->ix, sc);
+		if (t)
+			r = learned(s, t, &detail);
+	}
+	bool report = s->why == CG_R_NONE;
+	if (!report)
+		r = s->why;
+	if (s->passed)
+		fallback(s, r, s->passed, report, (struct cg_event){ .op_index = s->chunk_first,
+		         .chunk_ops = sc->n, .chunk_key = t ? t->key : 0, .detail = detail });
+	chunk_reset(s);
+}
+
+/* ---- replay ----------------------------------------------------------------------------- */
+
+/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
+ * launch it. On failure nothing ran, so the ops go eagerly, in order. */
+/* A graph for one more position of `t`, built with the deferred ops' own arguments. A failure
+ * only means this position shares an instance (and patches more). */
+static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
+{
+	struct cg_engine *e = s->e;
+	if (!reserve_graph(s, t))
+		return false;
+	size_t args = t->args_off[t->n];
+	void **xg = e->mem(t->xgraph, t->ninst * sizeof(*xg));
+	if (xg)
+		t->xgraph = xg;
+	unsigned char *xa = xg ? e->mem(t->xargs, t->ninst * args) : NULL;
+	if (xa)
+		t->xargs = xa;
+	void *graph = NULL;
+	const char *detail = NULL;
+	for (uint32_t i = 0; xa && i < t->n; i++)
+		cg_scratch_op(&s->sc, i, &s->ops[i]);
+	if (!xa || e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, &detail) != 0) {
+		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
+		emit(s, (struct cg_event){ .kind = CG_EV_BUILD_FAILED, .reason = CG_R_BUILD_FAILED,
+		                           .op_index = s->chunk_first, .chunk_ops = t->n,
+		                           .chunk_key = t->key, .detail = detail });
+		return false;
+	}
+	t->xgraph[t->ninst - 1] = graph;
+	t->ninst++;
+	cg_chunk_hold_inst_args(t, t->ninst - 1, &s->sc);
+	ST(s, graphs_built, 1);
+	return true;
+}
+
+/* Which instance runs this occurrence: its position since the last program boundary. */
+static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
+{
+	if (t->occ_epoch != s->epoch) {
+		t->occ_epoch = s->epoch;
+		t->occ = 0;
+	}
+	uint32_t k = t->occ++ % CG_INSTANCES;
+	if (k < t->ninst)
+		return k;
+	if (k == t->ninst && add_instance(s, t))
+		return k;
+	return k % t->ninst;
+}
+
+static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
+{
+	const struct cg_engine *e = s->e;
+	const struct cg_scratch *sc = &s->sc;
+	const char *detail = NULL;
+	enum cg_reason r = CG_R_NONE;
+	uint32_t patched = 0;
+	uint32_t k = pick_instance(s, t);
+	unsigned char *inst_args = cg_chunk_inst_args(t, k);
+	void *graph = k ? t->xgraph[k - 1] : t->graph;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		unsigned char *held = inst_args + t->args_off[i];
+		const unsigned char *now = sc->bytes + sc->args_off[i];
+		if (memcmp(held, now, sc->args_len[i]) == 0)
+			continue;
+		struct cg_op op;
+		cg_scratch_op(sc, i, &op);
+		if (e->be->patch(e->be_ctx, graph, i, &op, &detail) != 0) {
+			r = CG_R_PATCH_FAILED;
+			break;
+		}
+		memcpy(held, now, sc->args_len[i]);
+		patched++;
+	}
+	if (!r && e->be->launch(e->be_ctx, s->be_stream, graph, &detail) != 0)
+		r = CG_R_LAUNCH_FAILED;
+	ST(s, patches, patched);
+	if (r) {
+		submit_deferred(s, r, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = t->n,
+		                                         .chunk_key = t->key, .detail = detail });
+		chunk_failed(s, t, r);
+	} else {
+		ST(s, ops_replayed, t->n);
+		ST(s, graph_launches, 1);
+		t->last_used = ++s->tick;
+		stop_deferring(s);
+	}
+	chunk_reset(s);
+}
+
+/* The deferred ops grew by one: launch a chunk they complete unless a longer one may follow. */
+static void after_match(struct cg_stream *s)
+{
+	s->complete = NULL;
+	for (uint32_t i = 0; i < s->ncand; i++)
+		if (s->cand[i]->n == s->sc.n)
+			s->complete = s->cand[i];
+	if (s->complete && s->ncand == 1)
+		launch_chunk(s, s->complete);
+}
+
+static bool grow_cand(struct cg_stream *s)
+{
+	uint32_t cap = s->cand_cap * 2;
+	struct cg_chunk **p = s->e->mem(s->cand, cap * sizeof(*p));
+	if (!p)
+		return false;
+	s->cand = p;
+	s->cand_cap = cap;
+	return true;
+}
+
+/* At a chunk start: defer the op if it starts one or more armed chunks. */
+static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	uint32_t need = 0;
+	s->ncand = 0;
+	for (struct cg_chunk *t = cg_index_armed(&s->ix, hash); t; t = t->armed_next) {
+		if (!cg_chunk_op_matches(t, 0, op, hash))
+			continue;
+		if (s->ncand == s->cand_cap && !grow_cand(s))
+			break;  /* fewer candidates only means more eager work */
+		s->cand[s->ncand++] = t;
+		if (cg_chunk_bytes(t) > need)
+			need = cg_chunk_bytes(t);
+	}
+	if (!s->ncand)
+		return false;
+	/* Room for the longest candidate now, so that deferred ops are never lost to memory. */
+	if (!cg_scratch_reserve(&s->sc, need, s->e->mem)) {
+		/* Reported here; the chunk's ops are counted when it is cut. */
+		s->ncand = 0;
+		s->why = CG_R_NO_MEMORY;
+		fallback(s, CG_R_NO_MEMORY, 0, true, (struct cg_event){ .op_index = s->op_index - 1 });
+		return false;
+	}
+	push(s, op, hash);
+	s->deferring = true;
+	uint64_t now = s->e->now_ns();
+	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+	after_match(s);
+	return true;
+}
+
+/* While deferring: keep the candidates whose next op is this one. False when none is left. */
+static bool follow(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	uint32_t pos = s->sc.n, kept = 0;
+	for (uint32_t i = 0; i < s->ncand; i++) {
+		struct cg_chunk *t = s->cand[i];
+		if (t->n > pos && cg_chunk_op_matches(t, pos, op, hash))
+			s->cand[kept++] = t;
+	}
+	if (!kept)
+		return false;  /* nothing was overwritten: cand[] still names the old candidates */
+	s->ncand = kept;
+	push(s, op, hash);
+	after_match(s);
+	return true;
+}
+
+/* No candidate continues with `op` and none is complete: the deferred ops run eagerly and stay
+ * the start of the chunk being learned, so that this variant is learned with its own prefix
+ * and later matched through it. */
+static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	uint32_t pos = s->sc.n;
+	struct cg_op expected = { 0 };
+	for (uint32_t i = 0; i < s->ncand; i++) {
+		const struct cg_chunk *t = s->cand[i];
+		if (t->n > pos) {
+			expected = (struct cg_op){ .sig = t->sig + t->sig_off[pos],
+			    .sig_len = t->sig_off[pos + 1] - t->sig_off[pos],
+			    .args = t->args + t->args_off[pos],
+			    .args_len = t->args_off[pos + 1] - t->args_off[pos],
+			    .hash = t->hash[pos], .name = t->name[pos] };
+			break;
+		}
+	}
+	struct cg_op got = *op;
+	got.hash = hash;
+	submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
+	                .chunk_ops = pos, .expected = expected.sig ? &expected : NULL, .got = &got });
+	s->why = CG_R_DIVERGENCE;
+}
+
+/* The op runs eagerly (the caller submits it) and is learned. */
+static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	const struct cg_engine *e = s->e;
+	push(s, op, hash);
+	s->passed++;
+	ST(s, ops_eager, 1);
+	uint32_t n = s->sc.n;
+	if (n >= e->cfg.chunk_max || (n >= e->chunk_min && (hash >> 32) < e->cdc_below))
+		cut(s, true);
+	return CG_PASS;
+}
+
+enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
+{
+	uint64_t hash = op->hash ? op->hash : cg_sig_hash(op->sig, op->sig_len);
+	s->op_index++;
+	ST(s, ops, 1);
+	if (s->deferring) {
+		if (follow(s, op, hash))
+			return CG_TAKEN;
+		if (!s->complete) {
+			diverge(s, op, hash);
+			return learn(s, op, hash);
+		}
+		launch_chunk(s, s->complete);  /* then `op` starts a chunk */
+	}
+	if (!s->sc.n && !s->e->cfg.record_only && start_deferral(s, op, hash))
+		return CG_TAKEN;
+	return learn(s, op, hash);
+}
+
+/* Pending work must go now: as its graph when it is exactly an armed chunk, else eagerly (and
+ * it then continues as a learning chunk). */
+static void end_deferral(struct cg_stream *s, enum cg_reason why)
+{
+	if (s->complete) {
+		launch_chunk(s, s->complete);
+		return;
+	}
+	submit_deferred(s, why, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = s->sc.n });
+	s->why = why;
+}
+
+void cg_boundary(struct cg_stream *s, enum cg_reason why)
+{
+	ST(s, boundaries, 1);
+	s->epoch++;
+	if (s->deferring)
+		end_deferral(s, why);
+	cut(s, true);
+}
+
+bool cg_flush(struct cg_stream *s, enum cg_reason why)
+{
+	if (!s->deferring)
+		return false;
+	end_deferral(s, why);
+	return true;
+}
+
+bool cg_stream_pending(const struct cg_stream *s)
+{
+	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED) != 0;
+}
+
+uint64_t cg_stream_pending_since(const struct cg_stream *s)
+{
+	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
+}
+
+void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, double graph_us)
+{
+	struct cg_chunk *t = cg_index_find_key(&s->ix, chunk_key);
+	if (!t || t->state == CG_CHUNK_DISABLED)
+		return;
+	t->eager_us += eager_us;
+	t->graph_us += graph_us;
+	if (++t->samples < 3 || t->graph_us <= t->eager_us * 1.02)
+		return;
+	disable(s, t, CG_R_COST_GATE);
+	if (s->deferring && !s->ncand && !s->complete)
+		end_deferral(s, CG_R_COST_GATE);
+}
+
+/* ---- engine and streams ----------------------------------------------------------------- */
+
+struct cg_engine *cg_engine_new(const struct cg_engine_config *cfg,
+                                const struct cg_backend *be, void *be_ctx)
+{
+	cg_realloc_fn mem = cfg->realloc_fn ? cfg->realloc_fn : libc_realloc;
+	struct cg_engine *e = mem(NULL, sizeof(*e));
+	if (!e)
+		return NULL;
+	memset(e, 0, sizeof(*e));
+	e->cfg = *cfg;
+	e->mem = mem;
+	if (e->cfg.chunk_max < 1)
+		e->cfg.chunk_max = 1;
+	if (e->cfg.chunk_max > 65536)
+		e->cfg.chunk_max = 65536;
+	if (e->cfg.warmup < 1)
+		e->cfg.warmup = 1;
+	if (e->cfg.fail_limit < 1)
+		e->cfg.fail_limit = 1;
+	/* Expected chunk length ~ chunk_max / 2: at least chunk_min ops, then a cut with
+	 * probability 1 / cdc_mod per op. */
+	e->chunk_min = e->cfg.chunk_max / 4 > 4 ? e->cfg.chunk_max / 4 : 4;
+	uint32_t cdc_mod = e->cfg.chunk_max / 2 > e->chunk_min ? e->cfg.chunk_max / 2 - e->chunk_min : 1;
+	e->cdc_below = (1ull << 32) / cdc_mod;
+	e->be = be;
+	e->be_ctx = be_ctx;
+	e->now_ns = monotonic_ns;
+	pthread_mutex_init(&e->lock, NULL);
+	return e;
+}
+
+void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void))
+{
+	e->now_ns = now_ns ? now_ns : monotonic_ns;
+}
+
+struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t id)
+{
+	struct cg_stream *s = e->mem(NULL, sizeof(*s));
+	if (!s)
+		return NULL;
+	memset(s, 0, sizeof(*s));
+	s->e = e;
+	s->be_stream = be_stream;
+	s->id = id;
+	s->cand_cap = 8;
+	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));
+	s->ops = e->mem(NULL, e->cfg.chunk_max * sizeof(*s->ops));
+	bool sc_ok = cg_scratch_init(&s->sc, e->cfg.chunk_max, e->mem);
+	bool ix_ok = sc_ok && cg_index_init(&s->ix, e->mem);
+	if (!s->cand || !s->ops || !ix_ok) {
+		if (ix_ok)
+			cg_index_fini(&s->ix);
+		if (sc_ok)
+			cg_scratch_fini(&s->sc, e->mem);
+		e->mem(s->cand, 0);
+		e->mem(s->ops, 0);
+		e->mem(s, 0);
+		return NULL;
+	}
+	pthread_mutex_lock(&e->lock);
+	s->next = e->streams;
+	if (e->streams)
+		e->streams->prev = s;
+	e->streams = s;
+	pthread_mutex_unlock(&e->lock);
+	return s;
+}
+
+static void add_stats(struct cg_stats *into, const struct cg_stats *from)
+{
+	_Static_assert(sizeof(struct cg_stats) % sizeof(uint64_t) == 0, "cg_stats: only uint64_t");
+	uint64_t *d = (uint64_t *)into;
+	const uint64_t *f = (const uint64_t *)from;
+	for (size_t i = 0; i < sizeof(*into) / sizeof(uint64_t); i++)
+		d[i] += __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+}
+
+/* With the driver gone nothing can be submitted or destroyed any more: only memory is freed. */
+static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_gone)
+{
+	struct cg_engine *e = s->e;
+	if (!driver_gone) {
+		if (s->deferring)
+			end_deferral(s, why);
+		cut(s, false);
+	}
+	for (uint32_t i = 0; i <= s->ix.key_mask; i++)
+		if (s->ix.by_key[i])
+			destroy_instances(s, s->ix.by_key[i], driver_gone);
+	pthread_mutex_lock(&e->lock);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		e->streams = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	add_stats(&e->retired, &s->st);
+	pthread_mutex_unlock(&e->lock);
+	cg_index_fini(&s->ix);
+	cg_scratch_fini(&s->sc, e->mem);
+	e->mem(s->cand, 0);
+	e->mem(s->ops, 0);
+	e->mem(s, 0);
+}
+
+void cg_stream_free(struct cg_stream *s, enum cg_reason why)
+{
+	if (s)
+		stream_release(s, why == CG_R_NONE ? CG_R_EXIT : why, false);
+}
+
+void cg_engine_free(struct cg_engine *e, bool driver_gone)
+{
+	if (!e)
+		return;
+	while (e->streams)
+		stream_release(e->streams, CG_R_EXIT, driver_gone);
+	pthread_mutex_destroy(&e->lock);
+	e->mem(e, 0);
+}
+
+void cg_engine_stats(const struct cg_engine *e, struct cg_stats *out)
+{
+	struct cg_engine *me = (struct cg_engine *)e;  /* the lock is not part of the value */
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&me->lock);
+	add_stats(out, &e->retired);
+	for (const struct cg_stream *s = e->streams; s; s = s->next)
+		add_stats(out, &s->st);
+	pthread_mutex_unlock(&me->lock);
+	out->graphs_alive = __atomic_load_n(&e->graphs_alive, __ATOMIC_RELAXED);
+}

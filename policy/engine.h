@@ -1,0 +1,111 @@
+/* The policy engine: per stream, learn which runs of ops repeat, build one graph per repeating
+ * chunk, and during replay defer matching ops until a chunk is complete, then launch it with
+ * exactly the changed arguments patched in. Pure C; reaches the driver only via backend.h.
+ *
+ * Threading: a cg_stream is used by one thread at a time (the shim holds a per-stream lock
+ * around every call). Engine-wide state (graph count, statistics) is atomic. */
+#ifndef CG_POLICY_ENGINE_H
+#define CG_POLICY_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "backend.h"
+#include "reason.h"
+
+struct cg_engine_config {
+	uint32_t warmup;      /* a chunk must be seen this many times before its graph is built */
+	uint32_t chunk_max;   /* most ops in one chunk (CUGRAFT_CHUNK) */
+	uint32_t max_graphs;  /* instantiated graphs alive at once, over all streams; LRU eviction */
+	uint32_t fail_limit;  /* failures after which a chunk stays eager for good */
+	bool record_only;     /* learn and count, never defer or build (recording pass-through) */
+	/* Every engine allocation goes through this (NULL: libc realloc/free). n == 0 frees p and
+	 * returns NULL. Lets tests make allocations fail: the engine then degrades to PASS/eager. */
+	void *(*realloc_fn)(void *p, size_t n);
+};
+void cg_engine_config_default(struct cg_engine_config *cfg);
+
+struct cg_engine;
+struct cg_stream;
+
+struct cg_engine *cg_engine_new(const struct cg_engine_config *cfg,
+                                const struct cg_backend *be, void *be_ctx);
+/* Destroys every graph (through backend->destroy unless `driver_gone`) and frees everything. */
+void cg_engine_free(struct cg_engine *e, bool driver_gone);
+
+/* `be_stream` is handed back to the backend untouched; `id` names the stream in events. */
+struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t id);
+/* Flushes pending work (reason EXIT unless given), destroys the stream's graphs. */
+void cg_stream_free(struct cg_stream *s, enum cg_reason why);
+
+enum cg_verdict {
+	CG_PASS,   /* the caller must submit this op itself, now (the engine flushed before it) */
+	CG_TAKEN,  /* the engine owns the op (deferred or launched in a graph); caller returns success */
+};
+
+/* One op on this stream. Copies what it keeps (args, and sig while learning). */
+enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op);
+
+/* The program made a boundary call ordered on this stream (sync, host copy, event record, ...):
+ * submit everything pending (as a graph when it is exactly a complete chunk), and end the
+ * current chunk here so that learning aligns chunks with the program's own boundaries. */
+void cg_boundary(struct cg_stream *s, enum cg_reason why);
+
+/* Submit pending work now without ending the chunk position for learning purposes (used by the
+ * timeout flusher and by observers on other threads). Returns true if anything was pending. */
+bool cg_flush(struct cg_stream *s, enum cg_reason why);
+
+/* Cheap checks for the shim's hot paths and the flusher (no lock needed to read). */
+bool cg_stream_pending(const struct cg_stream *s);
+/* Monotonic ns at which the oldest pending op was deferred (0 when none), read from the clock
+ * given to cg_engine_set_clock (default CLOCK_MONOTONIC); set it before creating streams. */
+uint64_t cg_stream_pending_since(const struct cg_stream *s);
+void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
+
+/* Feedback from the backend: one GPU timing sample of a chunk (key from CG_EV_GRAPH_BUILT) run
+ * eagerly and as a graph. A chunk whose graph is more than 2% slower over at least 3 samples is
+ * disabled for good (reason COST_GATE). Call with the stream's lock held. */
+void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, double graph_us);
+
+/* Statistics for the report (sums over all streams, atomically maintained). */
+struct cg_stats {
+	uint64_t ops;               /* ops submitted to cg_submit */
+	uint64_t ops_replayed;      /* ops that ran inside a graph launch */
+	uint64_t ops_eager;         /* ops that ran eagerly (passed or flushed) */
+	uint64_t ops_flushed;       /* of ops_eager: deferred first, then submitted eagerly */
+	uint64_t graph_launches;
+	uint64_t graphs_built;
+	uint64_t graphs_evicted;
+	uint64_t graphs_alive;
+	uint64_t patches;           /* node argument patches applied */
+	uint64_t chunks_learned;    /* distinct chunks that reached warmup */
+	uint64_t chunks_disabled;
+	uint64_t boundaries;
+	uint64_t arg_words_constant; /* over armed chunks: 8-byte argument words equal in warmup */
+	uint64_t arg_words_changing; /* ... and words that changed (pointers, steps, seeds) */
+	uint64_t fallbacks[CG_R_COUNT]; /* ops that ran eagerly, by reason */
+};
+void cg_engine_stats(const struct cg_engine *e, struct cg_stats *out);
+
+/* Events for the report. Pointers are valid only during the callback. */
+enum cg_event_kind {
+	CG_EV_CHUNK_ARMED,     /* a chunk reached warmup; its graph is about to be built */
+	CG_EV_GRAPH_BUILT,
+	CG_EV_CHUNK_DISABLED,
+	CG_EV_FALLBACK,        /* first occurrences of a reason (rate-limited by the engine) */
+	CG_EV_EVICTED,
+	CG_EV_BUILD_FAILED,    /* building a graph failed (detail: the API result) */
+};
+struct cg_event {
+	enum cg_event_kind kind;
+	enum cg_reason reason;
+	uint64_t stream_id;
+	uint64_t op_index;     /* index of the op on its stream */
+	uint32_t chunk_ops;    /* ops in the chunk concerned */
+	uint64_t chunk_key;
+	const struct cg_op *expected;  /* template op (FALLBACK on divergence), else NULL */
+	const struct cg_op *got;       /* submitted op, else NULL */
+	const char *detail;            /* backend detail (failing API result) or NULL */
+};
+
+#endif

@@ -1,0 +1,24 @@
+/* An op: one stream-ordered request (kernel launch, async memset, async device copy) as the
+ * policy engine sees it. The engine never interprets the bytes: the shim packs whatever must be
+ * equal for a graph node to be reused into `sig`, and the parameter bytes into `args`. */
+#ifndef CG_POLICY_OP_H
+#define CG_POLICY_OP_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct cg_op {
+	const void *sig;   /* signature bytes: function, grid, block, shared memory, attributes,
+	                      layout, kind. Equal signatures are confirmed with memcmp. */
+	const void *args;  /* argument bytes (packed kernel parameters, memset value, ...) */
+	uint32_t sig_len;
+	uint32_t args_len;
+	uint64_t hash;     /* cg_sig_hash(sig, sig_len); the engine computes it when 0 */
+	const char *name;  /* kernel name for the report, or NULL (borrowed: the engine keeps it in
+	                      its templates, so it must stay valid while the stream lives) */
+};
+
+/* 64-bit hash of signature bytes; never 0. Fast for 32..256 byte inputs. */
+uint64_t cg_sig_hash(const void *bytes, size_t len);
+
+#endif

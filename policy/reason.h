@@ -1,0 +1,46 @@
+/* Why work ran eagerly instead of from a graph: one list, expanded into the enum, the
+ * machine-readable names used in the report and a one-line hint a user can act on. */
+#ifndef CG_POLICY_REASON_H
+#define CG_POLICY_REASON_H
+
+/*       id             name                hint */
+#define CG_REASONS(X) \
+	X(NONE,          "none",             "") \
+	X(LEARNING,      "learning",         "work seen fewer than CUGRAFT_WARMUP times; it is graphed once it repeats") \
+	X(UNSEEN,        "unseen_signature", "a launch never seen before (new kernel, grid or shape): pad or bucket shapes so they repeat") \
+	X(DIVERGENCE,    "divergence",       "the launch sequence left the learned pattern mid-chunk: data-dependent control flow or a shape change") \
+	X(SYNC,          "sync",             "host waited for the GPU inside the repeating work (.item(), .cpu(), print(tensor)): move it out or do it every N steps") \
+	X(HOST_COPY,     "host_copy",        "host<->device copy inside the repeating work: prefetch inputs before the loop body or use pinned buffers outside it") \
+	X(ALLOC,         "alloc",            "allocation or free inside the repeating work (allocator cache miss): warm the allocator or preallocate") \
+	X(PINNED_ALLOC,  "pinned_alloc",     "pinned host memory allocated inside the repeating work: allocate pinned buffers once, before the loop") \
+	X(HOST_FUNC,     "host_func",        "host callback (cudaLaunchHostFunc / cuLaunchHostFunc) inside the repeating work") \
+	X(EVENT,         "event",            "event record/wait/query splits the work: keep timing events outside the hot loop") \
+	X(OTHER_THREAD,  "other_thread",     "another thread queried or synchronised the stream (watchdog, allocator polling events)") \
+	X(STREAM_ORDER,  "stream_order",     "legacy default stream work ordered against other streams") \
+	X(COLLECTIVE,    "collective",       "NCCL call: collectives run eagerly in the default scope (CUGRAFT_SCOPE=+collectives to graph them)") \
+	X(CAPTURE,       "capture",          "the program captures a graph itself; its launches pass through") \
+	X(UNKNOWN_API,   "unknown_api",      "an unclassified driver entry point was called; pending work was flushed before it") \
+	X(MODULE,        "module",           "module load/unload or context change") \
+	X(UNGRAPHABLE,   "ungraphable",      "a launch form cugraft does not graph (unknown parameter layout, event attributes)") \
+	X(SCOPE,         "scope",            "excluded by CUGRAFT_SCOPE") \
+	X(TIMEOUT,       "timeout",          "pending work waited CUGRAFT_MAX_DEFER_US without its chunk completing; submitted eagerly") \
+	X(BUILD_FAILED,  "build_failed",     "building or instantiating a graph failed (see the API result); the chunk backs off") \
+	X(PATCH_FAILED,  "patch_failed",     "updating a graph node's arguments failed; the chunk backs off") \
+	X(LAUNCH_FAILED, "launch_failed",    "launching a graph failed; the chunk backs off") \
+	X(COST_GATE,     "cost_gate",        "the graph ran slower than eager launches on the GPU; the chunk stays eager") \
+	X(MAX_GRAPHS,    "max_graphs",       "CUGRAFT_MAX_GRAPHS reached; least recently used graphs were evicted") \
+	X(DISABLED,      "disabled",         "chunk disabled after repeated failures") \
+	X(NO_MEMORY,     "no_memory",        "cugraft could not allocate memory for its own bookkeeping; the work ran eagerly") \
+	X(EXIT,          "exit",             "pending work flushed at program exit")
+
+enum cg_reason {
+#define CG_REASON_ENUM(id, name, hint) CG_R_##id,
+	CG_REASONS(CG_REASON_ENUM)
+#undef CG_REASON_ENUM
+	CG_R_COUNT
+};
+
+const char *cg_reason_name(enum cg_reason r);
+const char *cg_reason_hint(enum cg_reason r);
+
+#endif

@@ -1,0 +1,643 @@
+/* Named scenarios of the policy engine against the recording fake backend: each drives a
+ * program-like op sequence and checks both what ran (exactly the submitted ops, in order, with
+ * their bytes) and how it ran (replayed, patched, eager and why). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "fake_backend.h"
+#include "policy/engine.h"
+
+#define LOOP 300  /* ops per iteration of the model training step */
+
+struct rig {
+	struct fake_backend fb;
+	struct cg_engine *e;
+	struct cg_stream *s[2];
+};
+
+static unsigned char sig_buf[96], args_buf[64];
+
+/* A kernel launch as the shim would pack it: 96 signature bytes (function, grid, block, ...,
+ * `shape` standing for the grid), 64 argument bytes (a pointer, a scalar, constants). */
+static struct cg_op mkop(uint32_t kernel, uint32_t shape, uint64_t ptr, uint64_t scalar)
+{
+	uint64_t sig[12] = { 0x7f0000001000ull + kernel, shape, 128, 1, 1, 256, 1, 1, 0, kernel * 7u };
+	uint64_t args[8] = { ptr, scalar, kernel, 3, 4, 5, 6, 7 };
+	memcpy(sig_buf, sig, sizeof(sig));
+	memcpy(args_buf, args, sizeof(args));
+	return (struct cg_op){ .sig = sig_buf, .args = args_buf, .sig_len = 96, .args_len = 64 };
+}
+
+static void rig_up(struct rig *r, const struct cg_engine_config *cfg, int streams)
+{
+	memset(r, 0, sizeof(*r));
+	fake_backend_init(&r->fb, 1);
+	r->e = cg_engine_new(cfg, &r->fb.table, &r->fb);
+	assert_non_null(r->e);
+	for (int i = 0; i < streams; i++) {
+		r->s[i] = cg_stream_new(r->e, fake_stream(i), (uint64_t)i);
+		assert_non_null(r->s[i]);
+	}
+}
+
+static const struct cg_engine_config *config(uint32_t warmup, uint32_t chunk_max)
+{
+	static struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	cfg.warmup = warmup;
+	cfg.chunk_max = chunk_max;
+	return &cfg;
+}
+
+static struct cg_stats stats(const struct rig *r)
+{
+	struct cg_stats st;
+	cg_engine_stats(r->e, &st);
+	return st;
+}
+
+/* Frees everything and checks what must hold in every scenario. */
+static void rig_down(struct rig *r)
+{
+	char msg[128] = "";
+	for (int i = 0; i < 2; i++)
+		cg_stream_free(r->s[i], CG_R_NONE);
+	struct cg_stats st = stats(r);
+	assert_int_equal(st.ops, st.ops_replayed + st.ops_eager);
+	uint64_t by_reason = 0;
+	for (int i = 0; i < CG_R_COUNT; i++)
+		by_reason += st.fallbacks[i];
+	assert_int_equal(by_reason, st.ops_eager);
+	assert_int_equal(st.graph_launches, (uint64_t)r->fb.graph_launches);
+	assert_int_equal(st.graphs_alive, 0);
+	cg_engine_free(r->e, false);
+	if (!fake_backend_same(&r->fb, msg, sizeof(msg)))
+		fail_msg("executed sequence differs from the submitted one: %s", msg);
+	assert_int_equal(r->fb.contract_errors, 0);
+	assert_int_equal(r->fb.graphs_alive, 0);
+	fake_backend_fini(&r->fb);
+}
+
+/* One iteration of the model loop: LOOP distinct kernels, then a sync. */
+static void iteration(struct rig *r, int sid, uint64_t step)
+{
+	for (uint32_t p = 0; p < LOOP; p++) {
+		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+		fake_submit(&r->fb, r->s[sid], (uint32_t)sid, &op);
+	}
+	fake_boundary(&r->fb, r->s[sid], (uint32_t)sid, CG_R_SYNC);
+}
+
+static void test_steady_loop_replays(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 20; it++)
+		iteration(&r, 0, (uint64_t)it);
+	struct cg_stats st = stats(&r);
+	/* Three learning iterations, then every op of every iteration inside a graph. */
+	assert_int_equal(st.ops_replayed, 17 * LOOP);
+	assert_int_equal(st.fallbacks[CG_R_LEARNING], 3 * LOOP);
+	assert_true(st.graph_launches >= 17 * (LOOP / 64 + 1));
+	assert_int_equal(st.patches, 0);
+	assert_int_equal(st.fallbacks[CG_R_DIVERGENCE], 0);
+	rig_down(&r);
+}
+
+static void test_pointer_drift_patches_only(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	uint64_t built = 0;
+	for (int it = 0; it < 20; it++) {
+		/* The caching allocator hands out other addresses every step for a third of them. */
+		for (uint32_t p = 0; p < LOOP; p++) {
+			uint64_t ptr = 0x7000000 + p * 0x1000 + (p % 3 == 0 ? (uint64_t)it * 0x100000 : 0);
+			struct cg_op op = mkop(p, 1, ptr, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		if (it == 3)
+			built = stats(&r).graphs_built;
+	}
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.ops_replayed, 17 * LOOP);
+	assert_int_equal(st.patches, 17 * (LOOP / 3));
+	assert_int_equal(st.graphs_built, built);  /* no re-learning, no rebuild */
+	assert_int_equal(st.chunks_learned, built);
+	assert_true(st.arg_words_changing >= LOOP / 3);
+	rig_down(&r);
+}
+
+static void test_scalar_every_step_patched(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 20; it++) {
+		for (uint32_t p = 0; p < LOOP; p++) {
+			/* Op 7 takes the step (an RNG offset): by value, different every launch. */
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, p == 7 ? (uint64_t)it : 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	}
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.ops_replayed, 17 * LOOP);
+	assert_int_equal(st.patches, 17);
+	assert_int_equal(st.arg_words_changing, 1);
+	rig_down(&r); /* the log check proves each launch ran with its own step */
+}
+
+/* Iterations with `shape` for ops 100..199, as after a change of sequence length. */
+static uint64_t shaped_iterations(struct rig *r, int from, int to, uint32_t shape)
+{
+	uint64_t before = stats(r).ops_replayed;
+	for (int it = from; it < to; it++) {
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, p >= 100 && p < 200 ? shape : 1, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r->fb, r->s[0], 0, &op);
+		}
+		fake_boundary(&r->fb, r->s[0], 0, CG_R_SYNC);
+	}
+	return stats(r).ops_replayed - before;
+}
+
+/* One kernel launched 1000 times per step (a micro-benchmark, or identical layers): the same
+ * chunk recurs at every position, each position with its own arguments. Each position gets its
+ * own graph instance, so after the first replayed step only the argument that really changes
+ * (one launch in ten) is patched. */
+static void test_recurring_chunk_instances(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	enum { K = 1000, STEPS = 12 };
+	uint64_t patches_before = 0, replayed_before = 0;
+	for (int it = 0; it < STEPS; it++) {
+		for (uint32_t k = 0; k < K; k++) {
+			uint64_t scalar = k % 10 == 0 ? (uint64_t)it : 0;
+			struct cg_op op = mkop(0, 1, 0x7000000 + k * 0x100, scalar);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		if (it == STEPS - 3) {
+			patches_before = stats(&r).patches;
+			replayed_before = stats(&r).ops_replayed;
+		}
+	}
+	struct cg_stats st = stats(&r);
+	/* Last two steps: everything replayed, and only the launches whose scalar changed patched. */
+	assert_int_equal(st.ops_replayed - replayed_before, 2 * K);
+	assert_true(st.patches - patches_before <= 2 * (K / 10));
+	assert_true(st.patches - patches_before >= 2 * (K / 10) - 2 * 2);
+	rig_down(&r);
+}
+
+static void test_shape_change_new_variant_then_reuse(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	assert_int_equal(shaped_iterations(&r, 0, 10, 1), 7 * LOOP);
+	shaped_iterations(&r, 10, 13, 2);                /* the new shape is learned */
+	uint64_t built = stats(&r).graphs_built;
+	assert_int_equal(shaped_iterations(&r, 13, 20, 2), 7 * LOOP);
+	assert_int_equal(shaped_iterations(&r, 20, 25, 1), 5 * LOOP);  /* old variant reused */
+	assert_int_equal(stats(&r).graphs_built, built);
+	assert_int_equal(stats(&r).graphs_evicted, 0);
+	rig_down(&r);
+}
+
+static void test_sync_mid_iteration_cuts_chunk(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 20; it++) {
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+			if (p == 150)  /* loss.item() in the middle of the step */
+				fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	}
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.ops_replayed, 17 * LOOP);
+	assert_int_equal(st.fallbacks[CG_R_SYNC], 0);  /* no chunk straddles the sync */
+	rig_down(&r);
+}
+
+static void test_periodic_logging_keeps_replaying(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 60; it++) {
+		uint64_t before = stats(&r).ops_replayed;
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+			if (it % 10 == 9 && p == 200) {
+				for (uint32_t k = 0; k < 3; k++) {  /* logging: norms, a reduction */
+					struct cg_op log = mkop(1000 + k, 1, 0x9000000, (uint64_t)it);
+					fake_submit(&r.fb, r.s[0], 0, &log);
+				}
+			}
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		uint64_t replayed = stats(&r).ops_replayed - before;
+		if (it >= 3 && it % 10 != 9)
+			assert_int_equal(replayed, LOOP);
+		else if (it >= 3)  /* at most the chunks around the extra ops run eagerly */
+			assert_true(replayed >= LOOP - 3 * 64);
+	}
+	rig_down(&r);
+}
+
+static void test_ten_thousand_op_iteration(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 6; it++) {
+		for (uint32_t p = 0; p < 10000; p++) {
+			struct cg_op op = mkop(p % 50, p / 50, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	}
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.ops_replayed, 3 * 10000);
+	assert_true(st.graphs_alive >= 10000 / 64 && st.graphs_alive <= 10000 / 16);
+	rig_down(&r);
+}
+
+static void test_divergence_mid_chunk(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 12; it++) {
+		uint64_t before = stats(&r).ops_replayed;
+		for (uint32_t p = 0; p < LOOP; p++) {
+			/* Iteration 8 takes another branch at op 150. */
+			struct cg_op op = mkop(it == 8 && p == 150 ? 777 : p, 1, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		uint64_t replayed = stats(&r).ops_replayed - before;
+		if (it == 8)
+			assert_true(replayed >= LOOP - 2 * 64 && replayed < LOOP);
+		else if (it > 8)
+			assert_int_equal(replayed, LOOP);
+	}
+	struct cg_stats st = stats(&r);
+	assert_true(st.fallbacks[CG_R_DIVERGENCE] > 0);
+	assert_true(st.fallbacks[CG_R_DIVERGENCE] <= 64);
+	assert_int_equal(r.fb.fallback_events[CG_R_DIVERGENCE], 1);
+	assert_int_equal(r.fb.last_divergence.op_index, 8 * LOOP + 150);
+	assert_memory_equal(r.fb.div_expected.sig, mkop(150, 1, 0, 0).sig, 96);
+	assert_memory_equal(r.fb.div_got.sig, mkop(777, 1, 0, 0).sig, 96);
+	rig_down(&r);
+}
+
+static void test_boundary_flushes_partial_chunk(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 4; it++)
+		iteration(&r, 0, (uint64_t)it);
+	/* A host copy right after op 10: the deferred ops 0..10 must run before it, eagerly. */
+	for (uint32_t p = 0; p <= 10; p++) {
+		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+		assert_int_equal(fake_submit(&r.fb, r.s[0], 0, &op), CG_TAKEN);
+	}
+	assert_true(cg_stream_pending(r.s[0]));
+	fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);  /* checks everything ran */
+	assert_int_equal(stats(&r).fallbacks[CG_R_HOST_COPY], 11);
+	assert_int_equal(r.fb.fallback_events[CG_R_HOST_COPY], 1);
+	rig_down(&r);
+}
+
+/* The shim may pass its own hash; equal hashes of different signatures must not be trusted. */
+static void test_hash_collisions_are_not_trusted(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(2, 16), 1);
+	for (int it = 0; it < 10; it++) {
+		for (uint32_t p = 0; p < 40; p++) {
+			/* Every 4th iteration swaps two kernels that share the hash. */
+			uint32_t kernel = it % 4 == 3 && p == 21 ? 22 : it % 4 == 3 && p == 22 ? 21 : p;
+			struct cg_op op = mkop(kernel, 1, 0x7000000 + p * 0x1000, 1);
+			op.hash = 42;
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	}
+	assert_true(stats(&r).ops_replayed > 0);
+	assert_true(stats(&r).fallbacks[CG_R_DIVERGENCE] > 0);
+	rig_down(&r);
+}
+
+static void test_build_failure_runs_eagerly(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	r.fb.fail_nth[FAKE_BUILD] = 1;
+	for (int it = 0; it < 12; it++)
+		iteration(&r, 0, (uint64_t)it);
+	struct cg_stats st = stats(&r);
+	assert_true(st.fallbacks[CG_R_BUILD_FAILED] > 0);
+	/* the failed build, 2 skipped occurrences, the rebuilding one: all eager, all reported */
+	assert_int_equal(r.fb.fallback_events[CG_R_BUILD_FAILED], 4);
+	/* The failed chunk backs off two occurrences and is rebuilt at the third. */
+	assert_int_equal(st.graphs_built, r.fb.built);
+	assert_int_equal(st.chunks_disabled, 0);
+	assert_true(st.ops_replayed >= 9 * LOOP - 3 * 64);
+	rig_down(&r);
+}
+
+static void drift_iterations(struct rig *r, int n)
+{
+	for (int it = 0; it < n; it++) {
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, (uint64_t)it);
+			fake_submit(&r->fb, r->s[0], 0, &op);
+		}
+		fake_boundary(&r->fb, r->s[0], 0, CG_R_SYNC);
+	}
+}
+
+static void test_patch_failure(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	r.fb.fail_nth[FAKE_PATCH] = 10;  /* the fake scribbles on the node when it fails */
+	drift_iterations(&r, 12);
+	struct cg_stats st = stats(&r);
+	/* The chunk runs eagerly when the patch fails, 2 skipped times, and once to rebuild. */
+	uint64_t failed = st.fallbacks[CG_R_PATCH_FAILED];
+	assert_true(failed > 0 && failed % 4 == 0 && failed / 4 <= 64);
+	assert_int_equal(st.graphs_built, r.fb.built);
+	assert_true(r.fb.built > (long)st.chunks_learned);  /* the broken graph was rebuilt */
+	rig_down(&r);
+}
+
+static void test_launch_failure(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	r.fb.fail_nth[FAKE_LAUNCH] = 5;
+	for (int it = 0; it < 12; it++)
+		iteration(&r, 0, (uint64_t)it);
+	struct cg_stats st = stats(&r);
+	uint64_t failed = st.fallbacks[CG_R_LAUNCH_FAILED];
+	assert_true(failed > 0 && failed % 4 == 0 && failed / 4 <= 64);
+	assert_int_equal(st.ops_replayed, 9 * LOOP - failed);
+	assert_int_equal(st.graph_launches, r.fb.graph_launches);
+	assert_int_equal(r.fb.calls[FAKE_LAUNCH], st.graph_launches + 1);
+	rig_down(&r);
+}
+
+static void test_repeated_failures_disable(void **state)
+{
+	struct rig r;
+	struct cg_engine_config cfg = *config(2, 64);
+	cfg.fail_limit = 3;
+	rig_up(&r, &cfg, 1);
+	r.fb.fail_permille[FAKE_BUILD] = 1000;
+	for (int it = 0; it < 40; it++)
+		iteration(&r, 0, (uint64_t)it);
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.graphs_built, 0);
+	assert_true(st.chunks_learned > 0);
+	assert_int_equal(st.chunks_disabled, st.chunks_learned);
+	assert_int_equal(r.fb.events[CG_EV_CHUNK_DISABLED], st.chunks_learned);
+	/* it 1: build fails, 2-3 skipped, 4: fails, 5-8 skipped, 9: fails -> disabled */
+	assert_int_equal(r.fb.calls[FAKE_BUILD], 3 * st.chunks_learned);
+	assert_int_equal(st.fallbacks[CG_R_DISABLED], 30 * LOOP);
+	rig_down(&r);
+}
+
+static void test_cost_gate_disables_slower_chunk(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 4; it++)
+		iteration(&r, 0, (uint64_t)it);
+	uint64_t slow = r.fb.last_built_key;
+	/* Faster graphs and too few samples leave a chunk alone. */
+	cg_stream_timing(r.s[0], slow, 10.0, 10.1);
+	cg_stream_timing(r.s[0], slow, 10.0, 10.1);
+	assert_int_equal(stats(&r).chunks_disabled, 0);
+	cg_stream_timing(r.s[0], slow, 10.0, 12.0);
+	assert_int_equal(stats(&r).chunks_disabled, 1);
+	assert_int_equal(r.fb.events[CG_EV_CHUNK_DISABLED], 1);
+	uint64_t before = stats(&r).ops_replayed;
+	for (int it = 4; it < 8; it++)
+		iteration(&r, 0, (uint64_t)it);
+	struct cg_stats st = stats(&r);
+	uint64_t gated = st.fallbacks[CG_R_COST_GATE];
+	assert_true(gated > 0 && gated % 4 == 0 && gated / 4 <= 64);
+	assert_int_equal(st.ops_replayed - before, 4 * LOOP - gated);
+	rig_down(&r);
+}
+
+static void test_max_graphs_evicts_lru(void **state)
+{
+	struct rig r;
+	struct cg_engine_config cfg = *config(2, 64);
+	cfg.max_graphs = 2;
+	rig_up(&r, &cfg, 1);
+	for (int it = 0; it < 10; it++) {
+		iteration(&r, 0, (uint64_t)it);
+		assert_true(r.fb.graphs_alive <= 2);
+	}
+	struct cg_stats st = stats(&r);
+	assert_true(st.graphs_evicted > 0);
+	assert_int_equal(st.graphs_built - st.graphs_evicted, 2);
+	assert_int_equal(r.fb.events[CG_EV_EVICTED], st.graphs_evicted);
+	rig_down(&r);
+}
+
+/* Short iterations of 8 ops = two chunks of 4 (chunk_max 8 cuts every 4 ops). */
+static void short_iteration(struct rig *r, int sid, uint32_t base)
+{
+	for (uint32_t p = 0; p < 8; p++) {
+		struct cg_op op = mkop(base + p, 1, 0x7000000 + p * 0x1000, 1);
+		fake_submit(&r->fb, r->s[sid], (uint32_t)sid, &op);
+	}
+	fake_boundary(&r->fb, r->s[sid], (uint32_t)sid, CG_R_SYNC);
+}
+
+static void test_max_graphs_never_evicts_other_streams(void **state)
+{
+	struct rig r;
+	struct cg_engine_config cfg = *config(2, 8);
+	cfg.max_graphs = 2;
+	rig_up(&r, &cfg, 2);
+	for (int it = 0; it < 6; it++)
+		short_iteration(&r, 0, 0);
+	for (int it = 0; it < 6; it++) {
+		short_iteration(&r, 1, 100);
+		short_iteration(&r, 0, 0);
+	}
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.graphs_built, 2);
+	assert_int_equal(st.graphs_evicted, 0);
+	assert_int_equal(st.fallbacks[CG_R_MAX_GRAPHS], 5 * 8);  /* stream 1: it 1..5 */
+	assert_int_equal(st.ops_replayed, 10 * 8);                /* stream 0 from it 2 on */
+	rig_down(&r);
+}
+
+static void test_record_only_never_defers(void **state)
+{
+	struct rig r;
+	struct cg_engine_config cfg = *config(1, 64);
+	cfg.record_only = true;
+	rig_up(&r, &cfg, 1);
+	for (int it = 0; it < 10; it++) {
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000, 1);
+			assert_int_equal(fake_submit(&r.fb, r.s[0], 0, &op), CG_PASS);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	}
+	struct cg_stats st = stats(&r);
+	assert_true(st.chunks_learned >= LOOP / 64);
+	assert_int_equal(st.graphs_built, 0);
+	assert_int_equal(r.fb.calls[FAKE_BUILD], 0);
+	assert_int_equal(st.ops_eager, 10 * LOOP);
+	rig_down(&r);
+}
+
+static uint64_t fixed_clock(void)
+{
+	return 4242;
+}
+
+static void test_pending_and_flush(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	cg_engine_set_clock(r.e, fixed_clock);
+	for (int it = 0; it < 4; it++)
+		iteration(&r, 0, (uint64_t)it);
+	assert_false(cg_stream_pending(r.s[0]));
+	assert_int_equal(cg_stream_pending_since(r.s[0]), 0);
+	struct cg_op op = mkop(0, 1, 0x7000000, 1);
+	assert_int_equal(fake_submit(&r.fb, r.s[0], 0, &op), CG_TAKEN);
+	assert_true(cg_stream_pending(r.s[0]));
+	assert_int_equal(cg_stream_pending_since(r.s[0]), 4242);
+	/* The flusher's timeout: the deferred op runs now; the rest of this iteration is eager
+	 * up to the next cut, and the next iteration replays again. */
+	fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);
+	assert_int_equal(stats(&r).fallbacks[CG_R_TIMEOUT], 1);
+	fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);  /* nothing pending: returns false */
+	for (uint32_t p = 1; p < LOOP; p++) {
+		op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+		fake_submit(&r.fb, r.s[0], 0, &op);
+	}
+	fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	uint64_t before = stats(&r).ops_replayed;
+	iteration(&r, 0, 5);
+	assert_int_equal(stats(&r).ops_replayed - before, LOOP);
+	rig_down(&r);
+}
+
+/* Allocation hook: fail the Nth allocation from now on, and then every 7th; count the blocks
+ * alive so that a leak on a failure path shows. */
+static long alloc_count, alloc_fail_at, blocks_alive;
+
+static void *failing_realloc(void *p, size_t n)
+{
+	if (!n) {
+		blocks_alive -= p != NULL;
+		free(p);
+		return NULL;
+	}
+	if (++alloc_count >= alloc_fail_at && (alloc_count - alloc_fail_at) % 7 == 0)
+		return NULL;
+	void *q = realloc(p, n);
+	blocks_alive += q && !p;
+	return q;
+}
+
+static void test_allocation_failure_degrades(void **state)
+{
+	long degraded = 0;
+	for (alloc_fail_at = 1; alloc_fail_at < 120; alloc_fail_at++) {
+		alloc_count = blocks_alive = 0;
+		struct cg_engine_config cfg = *config(2, 16);
+		cfg.realloc_fn = failing_realloc;
+		struct rig r = { 0 };
+		fake_backend_init(&r.fb, 1);
+		r.e = cg_engine_new(&cfg, &r.fb.table, &r.fb);
+		if (!r.e) {
+			fake_backend_fini(&r.fb);
+			continue;
+		}
+		r.s[0] = cg_stream_new(r.e, fake_stream(0), 0);
+		if (!r.s[0]) {
+			cg_engine_free(r.e, false);
+			fake_backend_fini(&r.fb);
+			assert_int_equal(blocks_alive, 0);
+			continue;
+		}
+		for (int it = 0; it < 8; it++)
+			iteration(&r, 0, (uint64_t)it);
+		degraded += stats(&r).fallbacks[CG_R_NO_MEMORY] > 0;
+		rig_down(&r);  /* nothing lost, nothing twice, whatever failed */
+		assert_int_equal(blocks_alive, 0);
+	}
+	assert_true(degraded > 0);
+}
+
+static void test_sig_hash_and_reasons(void **state)
+{
+	unsigned char buf[200] = { 0 };
+	uint64_t seen[201];
+	for (size_t len = 0; len <= 200; len++) {
+		seen[len] = cg_sig_hash(buf, len);
+		assert_true(seen[len] != 0);
+		for (size_t j = 0; j < len; j++)
+			assert_true(seen[j] != seen[len]);  /* trailing zeros still count */
+	}
+	for (size_t i = 0; i < 96; i++) {
+		buf[i] ^= 1;
+		assert_true(cg_sig_hash(buf, 96) != seen[96]);
+		buf[i] ^= 1;
+	}
+	assert_string_equal(cg_reason_name(CG_R_DIVERGENCE), "divergence");
+	assert_string_equal(cg_reason_name(CG_R_COST_GATE), "cost_gate");
+	assert_string_equal(cg_reason_name(CG_R_COUNT), "invalid");
+	assert_true(strlen(cg_reason_hint(CG_R_SYNC)) > 10);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_steady_loop_replays),
+		cmocka_unit_test(test_pointer_drift_patches_only),
+		cmocka_unit_test(test_scalar_every_step_patched),
+		cmocka_unit_test(test_recurring_chunk_instances),
+		cmocka_unit_test(test_shape_change_new_variant_then_reuse),
+		cmocka_unit_test(test_sync_mid_iteration_cuts_chunk),
+		cmocka_unit_test(test_periodic_logging_keeps_replaying),
+		cmocka_unit_test(test_ten_thousand_op_iteration),
+		cmocka_unit_test(test_divergence_mid_chunk),
+		cmocka_unit_test(test_boundary_flushes_partial_chunk),
+		cmocka_unit_test(test_hash_collisions_are_not_trusted),
+		cmocka_unit_test(test_build_failure_runs_eagerly),
+		cmocka_unit_test(test_patch_failure),
+		cmocka_unit_test(test_launch_failure),
+		cmocka_unit_test(test_repeated_failures_disable),
+		cmocka_unit_test(test_cost_gate_disables_slower_chunk),
+		cmocka_unit_test(test_max_graphs_evicts_lru),
+		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),
+		cmocka_unit_test(test_record_only_never_defers),
+		cmocka_unit_test(test_pending_and_flush),
+		cmocka_unit_test(test_allocation_failure_degrades),
+		cmocka_unit_test(test_sig_hash_and_reasons),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

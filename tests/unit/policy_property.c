@@ -1,0 +1,241 @@
+/* Property test of the policy engine: thousands of seeded random programs (prologues, loops
+ * with variants, noise ops, drifting pointers and scalars, boundaries and flushes anywhere, two
+ * interleaved streams, random configurations and injected graph failures). Whatever happens,
+ * each stream must run exactly the ops it submitted, in order, with their bytes, once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "fake_backend.h"
+#include "policy/engine.h"
+
+#define TRACES 5000
+#define MAX_KERNELS 40
+#define MAX_BODY 120
+
+struct rng {
+	uint64_t s;
+};
+
+static uint64_t rnd(struct rng *r)
+{
+	r->s ^= r->s << 13;
+	r->s ^= r->s >> 7;
+	r->s ^= r->s << 17;
+	return r->s;
+}
+
+static uint32_t below(struct rng *r, uint32_t n)
+{
+	return (uint32_t)(rnd(r) % n);
+}
+
+static bool chance(struct rng *r, uint32_t permille)
+{
+	return below(r, 1000) < permille;
+}
+
+struct kernel {
+	uint32_t sig_len, args_len;
+	unsigned char sig[136];
+};
+
+/* One stream's program: a prologue, then a loop body (or its variant, as after a shape
+ * change) with per-position argument behaviour. */
+struct program {
+	uint32_t nkernels, body_len, prologue, iters;
+	struct kernel k[MAX_KERNELS];
+	uint32_t body[MAX_BODY], variant[MAX_BODY];
+	uint8_t arg_mode[MAX_BODY];   /* 0 constant, 1 pointer drift, 2 scalar per launch, 3 noise */
+	uint32_t iter, pos;
+	bool use_variant;
+	bool collide;                 /* hand the engine colliding hashes: it must memcmp */
+	uint64_t launches;
+};
+
+static void make_program(struct program *p, struct rng *r)
+{
+	static const uint32_t sig_lens[] = { 8, 24, 40, 96, 100, 136 };
+	static const uint32_t args_lens[] = { 0, 4, 8, 16, 64, 72 };
+	memset(p, 0, sizeof(*p));
+	p->nkernels = 2 + below(r, MAX_KERNELS - 1);
+	for (uint32_t i = 0; i < p->nkernels; i++) {
+		struct kernel *k = &p->k[i];
+		k->sig_len = sig_lens[below(r, 6)];
+		k->args_len = args_lens[below(r, 6)];
+		for (uint32_t b = 0; b < k->sig_len; b++)
+			k->sig[b] = (unsigned char)rnd(r);
+	}
+	p->body_len = 1 + below(r, MAX_BODY);
+	for (uint32_t i = 0; i < p->body_len; i++) {
+		p->body[i] = p->variant[i] = below(r, p->nkernels);
+		if (chance(r, 100))
+			p->variant[i] = below(r, p->nkernels);
+		p->arg_mode[i] = chance(r, 700) ? 0 : (uint8_t)(1 + below(r, 3));
+	}
+	p->collide = chance(r, 100);
+	p->prologue = below(r, 30);
+	p->iters = 3 + below(r, 35);
+}
+
+static struct cg_op make_op(struct program *p, struct rng *r, uint32_t kernel, uint32_t pos,
+                            uint8_t mode, unsigned char *args)
+{
+	const struct kernel *k = &p->k[kernel];
+	uint64_t words[9] = { 0x7000000ull + pos * 4096, 1, kernel, pos, 5, 6, 7, 8, 9 };
+	if (mode == 1)
+		words[0] += (uint64_t)p->iter * 0x100000;
+	else if (mode == 2)
+		words[1] = p->launches;
+	else if (mode == 3)
+		words[below(r, 9)] = rnd(r);
+	memcpy(args, words, k->args_len);
+	p->launches++;
+	return (struct cg_op){ .sig = k->sig, .args = args, .sig_len = k->sig_len,
+	                       .args_len = k->args_len, .hash = p->collide ? 1 + kernel % 2 : 0 };
+}
+
+struct world {
+	struct fake_backend fb;
+	struct cg_engine *e;
+	struct cg_stream *s[2];
+	struct program prog[2];
+	struct cg_engine_config cfg;
+};
+
+/* Advance stream `id` by one action. False once its program is over. */
+static bool step(struct world *w, struct rng *r, uint32_t id)
+{
+	struct program *p = &w->prog[id];
+	struct cg_stream *s = w->s[id];
+	unsigned char args[80];
+	struct cg_op op;
+
+	if (p->iter == p->iters)
+		return false;
+	if (p->prologue || chance(r, 30)) {  /* prologue or noise: anything, anywhere */
+		p->prologue -= p->prologue > 0;
+		op = make_op(p, r, below(r, p->nkernels), 1000, 3, args);
+		fake_submit(&w->fb, s, id, &op);
+	} else if (p->pos < p->body_len) {
+		uint32_t kernel = p->use_variant ? p->variant[p->pos] : p->body[p->pos];
+		op = make_op(p, r, kernel, p->pos, p->arg_mode[p->pos], args);
+		fake_submit(&w->fb, s, id, &op);
+		p->pos++;
+	} else {
+		if (chance(r, 800))
+			fake_boundary(&w->fb, s, id, CG_R_SYNC);
+		p->iter++;
+		p->pos = 0;
+		if (chance(r, 150))
+			p->use_variant = !p->use_variant;
+	}
+	if (chance(r, 20))
+		fake_boundary(&w->fb, s, id, CG_R_EVENT);
+	if (chance(r, 10))
+		fake_flush(&w->fb, s, id, CG_R_TIMEOUT);
+	if (chance(r, 5))  /* GPU timing feedback, sometimes slower than eager */
+		cg_stream_timing(s, w->fb.last_built_key, 10.0, 8.0 + below(r, 5));
+	return true;
+}
+
+static void random_config(struct cg_engine_config *cfg, struct rng *r)
+{
+	static const uint32_t chunk_max[] = { 1, 4, 5, 8, 16, 33, 64 };
+	static const uint32_t max_graphs[] = { 0, 1, 2, 3, 8, 1000 };
+	cg_engine_config_default(cfg);
+	cfg->warmup = 1 + below(r, 4);
+	cfg->chunk_max = chunk_max[below(r, 7)];
+	cfg->max_graphs = max_graphs[below(r, 6)];
+	cfg->fail_limit = 1 + below(r, 4);
+	cfg->record_only = chance(r, 60);
+}
+
+static void random_faults(struct fake_backend *fb, struct rng *r)
+{
+	uint32_t kind = below(r, 3);
+	if (kind == 1) {
+		for (int c = 0; c < FAKE_NCALLS; c++)
+			fb->fail_permille[c] = below(r, 150);
+	} else if (kind == 2) {
+		fb->fail_nth[below(r, FAKE_NCALLS)] = 1 + below(r, 20);
+	}
+}
+
+/* Runs one trace; returns ops replayed (to check the property is not vacuous). */
+static uint64_t run_trace(uint64_t seed)
+{
+	struct world w;
+	struct rng r = { seed * 0x9e3779b97f4a7c15ull + 0x1234567 };
+	memset(&w, 0, sizeof(w));
+	random_config(&w.cfg, &r);
+	fake_backend_init(&w.fb, seed);
+	random_faults(&w.fb, &r);
+	w.e = cg_engine_new(&w.cfg, &w.fb.table, &w.fb);
+	assert_non_null(w.e);
+	for (uint32_t i = 0; i < 2; i++) {
+		w.s[i] = cg_stream_new(w.e, fake_stream(i), i);
+		assert_non_null(w.s[i]);
+		make_program(&w.prog[i], &r);
+	}
+	bool live[2] = { true, true };
+	while (live[0] || live[1]) {
+		uint32_t id = live[0] && live[1] ? below(&r, 2) : live[1];
+		live[id] = step(&w, &r, id);
+		if (w.fb.graphs_alive > (long)w.cfg.max_graphs)
+			fail_msg("seed %llu: %ld graphs alive, max %u", (unsigned long long)seed,
+			         w.fb.graphs_alive, w.cfg.max_graphs);
+	}
+	struct cg_stats st;
+	cg_engine_stats(w.e, &st);
+	cg_stream_free(w.s[0], CG_R_NONE);
+	cg_stream_free(w.s[1], CG_R_NONE);
+	struct cg_stats end;
+	cg_engine_stats(w.e, &end);
+	cg_engine_free(w.e, false);
+
+	char msg[128];
+	if (!fake_backend_same(&w.fb, msg, sizeof(msg)))
+		fail_msg("seed %llu: %s", (unsigned long long)seed, msg);
+	if (w.fb.contract_errors || w.fb.graphs_alive)
+		fail_msg("seed %llu: %ld contract errors, %ld graphs leaked", (unsigned long long)seed,
+		         w.fb.contract_errors, w.fb.graphs_alive);
+	/* Mid-run, every op is replayed, eager, or still pending; at the end none is pending and
+	 * every eager op has its reason. */
+	assert_true(st.ops >= st.ops_replayed + st.ops_eager);
+	uint64_t by_reason = 0;
+	for (int i = 0; i < CG_R_COUNT; i++)
+		by_reason += end.fallbacks[i];
+	assert_int_equal(by_reason, end.ops_eager);
+	assert_int_equal(end.ops, end.ops_replayed + end.ops_eager);
+	assert_int_equal(end.graph_launches, (uint64_t)w.fb.graph_launches);
+	assert_int_equal(end.graphs_alive, 0);
+	if (w.cfg.record_only)
+		assert_int_equal(end.ops_replayed, 0);
+	fake_backend_fini(&w.fb);
+	return end.ops_replayed;
+}
+
+static void test_random_traces_run_exactly_once_in_order(void **state)
+{
+	uint64_t replayed = 0, replaying_traces = 0;
+	for (uint64_t seed = 1; seed <= TRACES; seed++) {
+		uint64_t n = run_trace(seed);
+		replayed += n;
+		replaying_traces += n > 0;
+	}
+	/* The traces must exercise replay, not only the eager path. */
+	assert_true(replaying_traces > TRACES / 2);
+	print_message("%llu of %d traces replayed, %llu ops from graphs\n",
+	              (unsigned long long)replaying_traces, TRACES, (unsigned long long)replayed);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_random_traces_run_exactly_once_in_order),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
