@@ -71,7 +71,7 @@ void cg_events_engine(void *be, const struct cg_event *ev)
 	static const char *const names[] = {
 		[CG_EV_CHUNK_ARMED] = "region", [CG_EV_GRAPH_BUILT] = "graph_built",
 		[CG_EV_CHUNK_DISABLED] = "chunk_disabled", [CG_EV_FALLBACK] = "fallback",
-		[CG_EV_EVICTED] = "evicted",
+		[CG_EV_EVICTED] = "evicted", [CG_EV_BUILD_FAILED] = "graph_failed",
 	};
 	const char *name = names[ev->kind];
 	/* Keep long jobs' reports small: the first few of each (kind, reason) in full. */

@@ -38,12 +38,8 @@ static bool take(struct cg_sstate *s, const struct cg_op *op)
 {
 	atomic_fetch_add_explicit(&s->ops, 1, memory_order_relaxed);
 	cg_stream_order(s);
-	if (!s->eng) {
-		pthread_mutex_lock(&s->lock);
-		return false;
-	}
 	pthread_mutex_lock(&s->lock);
-	if (cg_submit(s->eng, op) == CG_PASS)
+	if (!s->eng || cg_submit(s->eng, op) == CG_PASS)
 		return false;
 	cg_stream_sync_pending(s);
 	pthread_mutex_unlock(&s->lock);

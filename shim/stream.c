@@ -151,10 +151,10 @@ static void flush_where(bool (*pick)(struct cg_sstate *, const void *), const vo
 	for (struct cg_sstate *s = streams; s; s = s->next) {
 		if (!s->eng || !pick(s, arg))
 			continue;
-		pthread_mutex_lock(&s->lock);
-		if (cut)
+		pthread_mutex_lock(&s->lock); /* eng re-read under the lock: exit may retire it */
+		if (s->eng && cut)
 			cg_boundary(s->eng, why);
-		else
+		else if (s->eng)
 			cg_flush(s->eng, why);
 		cg_stream_sync_pending(s);
 		pthread_mutex_unlock(&s->lock);
@@ -203,11 +203,11 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 	if (!s)
 		return;
 	cg_stream_order(s);
-	if (!s->eng)
-		return;
 	pthread_mutex_lock(&s->lock);
-	cg_boundary(s->eng, why);
-	cg_stream_sync_pending(s);
+	if (s->eng) { /* checked under the lock: exit work may have retired the stream */
+		cg_boundary(s->eng, why);
+		cg_stream_sync_pending(s);
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 

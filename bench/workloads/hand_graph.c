@@ -48,6 +48,8 @@ void hg_destroy(struct hand_graph *h)
 {
     if (h->exec)
         cuGraphExecDestroy(h->exec);
+    if (h->graph)
+        cuGraphDestroy(h->graph);
     free(h->nodes);
     memset(h, 0, sizeof *h);
 }
@@ -66,10 +68,8 @@ void hg_end(struct hand_graph *h)
         return;
     }
     if (h->mode == HG_CAPTURE) {
-        CUgraph graph;
-        HG_CHECK(cuStreamEndCapture(h->stream, &graph));
-        HG_CHECK(cuGraphInstantiate(&h->exec, graph, 0));
-        HG_CHECK(cuGraphDestroy(graph));
+        HG_CHECK(cuStreamEndCapture(h->stream, &h->graph));
+        HG_CHECK(cuGraphInstantiate(&h->exec, h->graph, 0));
         h->mode = HG_REPLAY;
     } else if (h->mode == HG_REPLAY && h->cursor != h->n_nodes) {
         fprintf(stderr, "error: iteration made %zu launches, the captured one %zu\n",

@@ -26,6 +26,7 @@ struct hg_node;
 struct hand_graph {
     enum hg_mode mode;
     CUstream stream;
+    CUgraph graph;                /* kept alive: its node handles name the nodes to patch */
     CUgraphExec exec;
     struct hg_node *nodes;
     size_t n_nodes, cap, cursor;

@@ -84,6 +84,7 @@ int main(int argc, char **argv)
     CHECK(cudaStreamSynchronize(s));
 
     cudaGraphExec_t exec = NULL;
+    cudaGraph_t graph = NULL;
     std::vector<cudaGraphNode_t> varying;   // nodes of the kernels whose `a` changes
     double t0 = 0;
     for (int it = 0; it < warmup + iters; it++) {
@@ -104,10 +105,9 @@ int main(int argc, char **argv)
             }
             CHECK(cudaGetLastError());
             if (capture) {
-                cudaGraph_t graph;
+                // The graph stays alive: its node handles name the nodes patched later.
                 CHECK(cudaStreamEndCapture(s, &graph));
                 CHECK(cudaGraphInstantiate(&exec, graph, 0));
-                CHECK(cudaGraphDestroy(graph));
             }
         } else {
             for (size_t v = 0; v < varying.size(); v++) {
@@ -136,5 +136,7 @@ int main(int argc, char **argv)
     printf("iter_us %.3f\n", iter_us);
     if (exec)
         CHECK(cudaGraphExecDestroy(exec));
+    if (graph)
+        CHECK(cudaGraphDestroy(graph));
     return 0;
 }

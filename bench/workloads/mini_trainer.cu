@@ -398,6 +398,7 @@ int main(int argc, char **argv)
 
     const adam_hparams hp = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f};
     hand_graph hg;
+    cudaGraph_t graph = NULL;
     struct timespec t0 = {0, 0}, t1;
     for (int step = 1; step <= steps; step++) {
         if (step == warmup + 1)
@@ -408,12 +409,11 @@ int main(int argc, char **argv)
             train_step(md, hp, (unsigned long long)step, s, NULL);
         } else {
             if (!hg.exec) {
-                cudaGraph_t graph;
+                // The graph stays alive: its node handles name the nodes patched later.
                 CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
                 train_step(md, hp, (unsigned long long)step, s, &hg);
                 CHECK(cudaStreamEndCapture(s, &graph));
                 CHECK(cudaGraphInstantiate(&hg.exec, graph, 0));
-                CHECK(cudaGraphDestroy(graph));
             } else {
                 patch_step(md, hp, (unsigned long long)step, hg);
             }
@@ -433,5 +433,7 @@ int main(int argc, char **argv)
     printf("iter_us %.3f\n", iter_us);
     if (hg.exec)
         CHECK(cudaGraphExecDestroy(hg.exec));
+    if (graph)
+        CHECK(cudaGraphDestroy(graph));
     return 0;
 }
