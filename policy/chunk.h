@@ -39,6 +39,8 @@ struct cg_chunk {
 	enum cg_chunk_state state;
 	enum cg_reason why;       /* BACKOFF, DISABLED: why its occurrences run eagerly */
 	uint32_t seen, fails, skip;
+	uint32_t timeouts;             /* deferrals that hit the budget before it completed */
+	uint64_t launched;             /* graph launches */
 	void *graph;                   /* instance 0 (its held arguments are `args`) */
 	/* A chunk can recur several times between two program boundaries (identical layers, a
 	 * loop of one kernel): its k-th occurrence since the last boundary uses instance k, whose

@@ -421,6 +421,7 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 	} else {
 		ST(s, ops_replayed, t->n);
 		ST(s, graph_launches, 1);
+		t->launched++;
 		t->last_used = ++s->tick;
 		stop_deferring(s);
 	}
@@ -576,10 +577,49 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	cut(s, true);
 }
 
+/* The deferred ops waited the whole deferral budget for their chunk to complete. Once in a
+ * while that is the host being preempted; when a chunk keeps timing out, the program submits
+ * it more slowly than the budget allows (a Python training loop). Such chunks stop deferring,
+ * and the part that did arrive becomes a chunk of its own, built and launched now, so that its
+ * next occurrence completes within the budget. */
+#define TIMEOUTS_BEFORE_SPLIT 3
+
+static bool split_on_timeout(struct cg_stream *s)
+{
+	uint32_t p = s->sc.n;
+	bool all_slow = true;
+	for (uint32_t i = 0; i < s->ncand; i++) {
+		struct cg_chunk *t = s->cand[i];
+		t->timeouts++;
+		all_slow &= t->timeouts >= TIMEOUTS_BEFORE_SPLIT && t->timeouts * 4 > t->launched;
+	}
+	if (!all_slow)
+		return false;
+	while (s->ncand)
+		disable(s, s->cand[0], CG_R_TIMEOUT);  /* drops it from the candidates */
+	if (p < 2 || s->sc.lossy)
+		return false;  /* a one-op graph saves nothing */
+	struct cg_chunk *pre = cg_index_find(&s->ix, &s->sc);
+	if (!pre)
+		pre = cg_index_add(&s->ix, &s->sc);
+	if (!pre || (pre->state != CG_CHUNK_LEARNING && pre->state != CG_CHUNK_IDLE))
+		return false;
+	const char *detail = NULL;
+	pre->state = CG_CHUNK_IDLE;
+	pre->seen = s->e->cfg.warmup;
+	ST(s, chunks_learned, 1);
+	if (build(s, pre, &detail) != CG_R_NONE)
+		return false;
+	launch_chunk(s, pre);
+	return true;
+}
+
 bool cg_flush(struct cg_stream *s, enum cg_reason why)
 {
 	if (!s->deferring)
 		return false;
+	if (why == CG_R_TIMEOUT && !s->complete && !s->e->cfg.record_only && split_on_timeout(s))
+		return true;
 	end_deferral(s, why);
 	return true;
 }

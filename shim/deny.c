@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "audit.h"
 #include "deny.h"
@@ -47,7 +48,10 @@ void *cg_deny_trampoline(void *real, const char *name)
 	void *t = NULL;
 	if (pool_used < cg_deny_npool && cg_deny_nexports + pool_used < MAX_SLOTS) {
 		unsigned slot = cg_deny_nexports + pool_used;
-		slot_name[slot] = name ? name : "(unnamed driver entry point)";
+		/* Our copy: the caller's string (a Python ctypes name) may not outlive the lookup. */
+		slot_name[slot] = name ? strndup(name, 128) : NULL;
+		if (!slot_name[slot])
+			slot_name[slot] = "(unnamed driver entry point)";
 		atomic_store(&target[slot], real);
 		t = (void *)(cg_deny_pool + (size_t)pool_used * SLOT_BYTES);
 		pool_used++;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "driver.h"
 #include "shim.h"
@@ -17,6 +18,7 @@ struct table {
 };
 static _Atomic(struct table *) current;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct cg_layout *all_layouts; /* guarded by lock */
 /* Marks "asked, the driver could not say", so that we ask once. */
 static const struct cg_layout unknown_layout;
 
@@ -85,12 +87,15 @@ static const struct cg_layout *ask_driver(CUfunction f)
 		if (off[i] + size[i] > l->size)
 			l->size = off[i] + size[i];
 	}
-	l->name = NULL;
+	const char *name = NULL;
 	atomic_init(&l->launches, 0);
 	if (as_kernel && cg_real[CG_E_cuKernelGetName])
-		CG_REAL(cuKernelGetName)(&l->name, (CUkernel)f);
+		CG_REAL(cuKernelGetName)(&name, (CUkernel)f);
 	else if (cg_real[CG_E_cuFuncGetName])
-		CG_REAL(cuFuncGetName)(&l->name, f);
+		CG_REAL(cuFuncGetName)(&name, f);
+	l->name = name ? strndup(name, 512) : NULL;
+	l->next_all = all_layouts;
+	all_layouts = l;
 	return l;
 }
 
@@ -139,10 +144,8 @@ void cg_layout_json_top(struct cg_json *j, const char *key, int top)
 	int n = 0;
 	top = top < MAX_TOP ? top : MAX_TOP;
 	pthread_mutex_lock(&lock);
-	struct table *t = atomic_load(&current);
-	for (size_t i = 0; t && i < SLOTS; i++) {
-		const struct cg_layout *l = t->slot[i].val;
-		if (!atomic_load(&t->slot[i].key) || l == &unknown_layout || !atomic_load(&l->launches))
+	for (const struct cg_layout *l = all_layouts; l; l = l->next_all) {
+		if (!atomic_load(&l->launches))
 			continue;
 		int k = n < top ? n++ : top - 1; /* insertion into a small sorted array */
 		if (k == top - 1 && n == top && atomic_load(&best[k]->launches) >= atomic_load(&l->launches))

@@ -15,8 +15,9 @@ enum cg_kind { CG_K_KERNEL = 1, CG_K_MEMSET8, CG_K_MEMSET32, CG_K_COPY };
 struct cg_layout {
 	uint32_t n;         /* parameters */
 	uint32_t size;      /* packed bytes: end of the last parameter */
-	const char *name;   /* kernel name (driver-owned string) or NULL */
+	const char *name;   /* kernel name (our copy: the driver's dies with its module) or NULL */
 	_Atomic uint64_t launches; /* for the report's kernel list */
+	const struct cg_layout *next_all; /* every layout ever made, also those of unloaded modules */
 	struct { uint32_t off, size; } p[];
 };
 

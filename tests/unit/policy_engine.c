@@ -529,9 +529,11 @@ static void test_pending_and_flush(void **state)
 	assert_true(cg_stream_pending(r.s[0]));
 	assert_int_equal(cg_stream_pending_since(r.s[0]), 4242);
 	/* The flusher's timeout: the deferred op runs now; the rest of this iteration is eager
-	 * up to the next cut, and the next iteration replays again. */
+	 * up to the next cut, and the next iteration replays again (one timeout is the host being
+	 * preempted, not a slow program). */
 	fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);
 	assert_int_equal(stats(&r).fallbacks[CG_R_TIMEOUT], 1);
+	assert_int_equal(stats(&r).chunks_disabled, 0);
 	fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);  /* nothing pending: returns false */
 	for (uint32_t p = 1; p < LOOP; p++) {
 		op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
@@ -541,6 +543,42 @@ static void test_pending_and_flush(void **state)
 	uint64_t before = stats(&r).ops_replayed;
 	iteration(&r, 0, 5);
 	assert_int_equal(stats(&r).ops_replayed - before, LOOP);
+	rig_down(&r);
+}
+
+/* A program that submits more slowly than the deferral budget: the part of a chunk that did
+ * arrive in time becomes a chunk of its own, launched as a graph at once, and from the next
+ * iteration on it is launched as soon as its last op arrives, without waiting. */
+static void test_timeout_splits_chunk(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 4; it++)
+		iteration(&r, 0, (uint64_t)it);
+	enum { ARRIVED = 3, SLOW = 3 /* TIMEOUTS_BEFORE_SPLIT */ };
+	for (int it = 4; it < 4 + SLOW + 2; it++) {
+		struct cg_stats before = stats(&r);
+		for (uint32_t p = 0; p < ARRIVED; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+			assert_int_equal(fake_submit(&r.fb, r.s[0], 0, &op), CG_TAKEN);
+		}
+		if (it < 4 + SLOW) {
+			assert_true(cg_stream_pending(r.s[0]));
+			fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);
+		}
+		/* Before the split: flushed eagerly. At the split: launched as a graph then. After
+		 * it: launched on arrival of its last op, nothing left pending. */
+		struct cg_stats mid = stats(&r);
+		bool split = it >= 4 + SLOW - 1;
+		assert_int_equal(mid.ops_replayed - before.ops_replayed, split ? ARRIVED : 0);
+		assert_int_equal(mid.graph_launches - before.graph_launches, split ? 1 : 0);
+		assert_false(cg_stream_pending(r.s[0]));
+		for (uint32_t p = ARRIVED; p < LOOP; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	}
 	rig_down(&r);
 }
 
@@ -636,6 +674,7 @@ int main(void)
 		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),
 		cmocka_unit_test(test_record_only_never_defers),
 		cmocka_unit_test(test_pending_and_flush),
+		cmocka_unit_test(test_timeout_splits_chunk),
 		cmocka_unit_test(test_allocation_failure_degrades),
 		cmocka_unit_test(test_sig_hash_and_reasons),
 	};
