@@ -42,6 +42,8 @@ struct cg_stream {
 	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
 	uint64_t tick;              /* LRU clock */
 	uint64_t epoch;             /* program boundaries so far: instance positions restart */
+	uint32_t timeouts;          /* deferrals that hit the budget */
+	bool slow;                  /* the program submits too slowly to defer at all */
 	struct cg_index ix;
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
 	uint8_t fallback_events[CG_R_COUNT];
@@ -551,7 +553,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 		}
 		launch_chunk(s, s->complete);  /* then `op` starts a chunk */
 	}
-	if (!s->sc.n && !s->e->cfg.record_only && start_deferral(s, op, hash))
+	if (!s->sc.n && !s->e->cfg.record_only && !s->slow && start_deferral(s, op, hash))
 		return CG_TAKEN;
 	return learn(s, op, hash);
 }
@@ -584,10 +586,19 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
  * next occurrence completes within the budget. */
 #define TIMEOUTS_BEFORE_SPLIT 3
 
+#define SLOW_STREAM_TIMEOUTS 8
+
 static bool split_on_timeout(struct cg_stream *s)
 {
 	uint32_t p = s->sc.n;
 	bool all_slow = true;
+	/* A stream where deferral keeps timing out (a Python loop submitting one op every few tens
+	 * of microseconds) only loses: the GPU waits for work the host is slow to complete. It
+	 * stops deferring; its work runs exactly as submitted, at eager speed. */
+	if (++s->timeouts >= SLOW_STREAM_TIMEOUTS && s->timeouts * 4 > s->st.graph_launches) {
+		s->slow = true;
+		fallback(s, CG_R_SLOW_SUBMIT, 0, true, (struct cg_event){ .op_index = s->op_index - 1 });
+	}
 	for (uint32_t i = 0; i < s->ncand; i++) {
 		struct cg_chunk *t = s->cand[i];
 		t->timeouts++;

@@ -24,6 +24,7 @@
 	X(UNGRAPHABLE,   "ungraphable",      "a launch form cugraft does not graph (unknown parameter layout, event attributes)") \
 	X(SCOPE,         "scope",            "excluded by CUGRAFT_SCOPE") \
 	X(TIMEOUT,       "timeout",          "pending work waited CUGRAFT_MAX_DEFER_US without its chunk completing; submitted eagerly") \
+	X(SLOW_SUBMIT,   "slow_submit",      "the stream submits work more slowly than CUGRAFT_MAX_DEFER_US allows (a Python-speed loop): it runs eagerly; raise the budget or use torch.compile") \
 	X(BUILD_FAILED,  "build_failed",     "building or instantiating a graph failed (see the API result); the chunk backs off") \
 	X(PATCH_FAILED,  "patch_failed",     "updating a graph node's arguments failed; the chunk backs off") \
 	X(LAUNCH_FAILED, "launch_failed",    "launching a graph failed; the chunk backs off") \

@@ -147,10 +147,12 @@ void cg_layout_json_top(struct cg_json *j, const char *key, int top)
 	for (const struct cg_layout *l = all_layouts; l; l = l->next_all) {
 		if (!atomic_load(&l->launches))
 			continue;
-		int k = n < top ? n++ : top - 1; /* insertion into a small sorted array */
-		if (k == top - 1 && n == top && atomic_load(&best[k]->launches) >= atomic_load(&l->launches))
+		/* Insertion into a small array sorted by launches, keeping the `top` largest. */
+		uint64_t launches = atomic_load(&l->launches);
+		if (n == top && atomic_load(&best[top - 1]->launches) >= launches)
 			continue;
-		while (k > 0 && atomic_load(&best[k - 1]->launches) < atomic_load(&l->launches)) {
+		int k = n < top ? n++ : top - 1;
+		while (k > 0 && atomic_load(&best[k - 1]->launches) < launches) {
 			best[k] = best[k - 1];
 			k--;
 		}

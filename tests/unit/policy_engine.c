@@ -170,6 +170,34 @@ static uint64_t shaped_iterations(struct rig *r, int from, int to, uint32_t shap
  * chunk recurs at every position, each position with its own arguments. Each position gets its
  * own graph instance, so after the first replayed step only the argument that really changes
  * (one launch in ten) is patched. */
+/* A stream whose deferrals keep timing out (ops arriving one every few tens of microseconds)
+ * stops deferring altogether: the GPU must not wait for a slow host. */
+static void test_slow_stream_stops_deferring(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 4; it++)
+		iteration(&r, 0, (uint64_t)it);
+	bool deferred = true;
+	for (int it = 4; it < 40 && deferred; it++) {
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+			if (cg_stream_pending(r.s[0]) && p % 7 == 0)
+				fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);  /* the host is slow */
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		struct cg_stats before = stats(&r);
+		iteration(&r, 0, (uint64_t)it);
+		deferred = stats(&r).ops_replayed > before.ops_replayed;
+	}
+	assert_false(deferred);
+	struct cg_op op = mkop(0, 1, 0x7000000, 1);
+	assert_int_equal(fake_submit(&r.fb, r.s[0], 0, &op), CG_PASS);
+	assert_false(cg_stream_pending(r.s[0]));
+	rig_down(&r);
+}
+
 static void test_recurring_chunk_instances(void **state)
 {
 	struct rig r;
@@ -675,6 +703,7 @@ int main(void)
 		cmocka_unit_test(test_record_only_never_defers),
 		cmocka_unit_test(test_pending_and_flush),
 		cmocka_unit_test(test_timeout_splits_chunk),
+		cmocka_unit_test(test_slow_stream_stops_deferring),
 		cmocka_unit_test(test_allocation_failure_degrades),
 		cmocka_unit_test(test_sig_hash_and_reasons),
 	};
