@@ -75,11 +75,13 @@ if want trainer; then
   SHIM_ENV="CUGRAFT_AUDIT=1" run trainer "$wl/mini-trainer" --steps 50; compare trainer step
 fi
 if want torch; then
-  for model in mlp transformer; do
-    n=torch-$model
-    timeout 300 python3 "$root/bench/train_torch.py" --model $model --steps 50 --out "$out/$n.eager.loss" > "$out/$n.eager.out" 2>&1; echo $? > "$out/$n.eager.rc"
+  # Eager loops, and jobs that make CUDA graphs themselves (torch.cuda.graph, reduce-overhead):
+  # their losses must be identical with and without the shim.
+  for spec in mlp:eager transformer:eager transformer:graph transformer:compile-ro; do
+    model=${spec%%:*} mode=${spec#*:} n=torch-$model-$mode
+    timeout 300 python3 "$root/bench/train_torch.py" --model $model --mode $mode --steps 50 --out "$out/$n.eager.loss" > "$out/$n.eager.out" 2>&1; echo $? > "$out/$n.eager.rc"
     env CUGRAFT_REPORT="$out/$n.jsonl" CUGRAFT_AUDIT=1 LD_PRELOAD="$lib" timeout 300 python3 "$root/bench/train_torch.py" \
-      --model $model --steps 50 --out "$out/$n.shim.loss" > "$out/$n.shim.out" 2>&1; echo $? > "$out/$n.shim.rc"
+      --model $model --mode $mode --steps 50 --out "$out/$n.shim.loss" > "$out/$n.shim.out" 2>&1; echo $? > "$out/$n.shim.rc"
     if [ "$(cat "$out/$n.eager.rc")$(cat "$out/$n.shim.rc")" = 00 ] && cmp -s "$out/$n.eager.loss" "$out/$n.shim.loss"; then
       echo "ok $n: losses identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen); step eager $(grep step_ms "$out/$n.eager.out") shim $(grep step_ms "$out/$n.shim.out")"
     else
