@@ -19,8 +19,8 @@
 	CUresult n params;                                                                      \
 	CG_EXPORT CUresult n params                                                             \
 	{                                                                                       \
+		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		if (!cg_shim_passthrough()) {                                                   \
-			cg_driver_init();                                                       \
 			if (cg_driver_ready()) {                                                \
 				atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##n], 1,         \
 				                          memory_order_relaxed);                \

@@ -13,7 +13,16 @@
 #undef cuGetProcAddress
 #undef cuEventElapsedTime
 #undef cuDeviceGetUuid
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
+#undef cuCtxDestroy
+#undef cuStreamDestroy
+/* The first ABI of entry points the list hooks in both versions (older runtimes ask for them). */
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
+CUresult cuDevicePrimaryCtxReset(CUdevice dev);
+CUresult cuCtxDestroy(CUcontext ctx);
+CUresult cuStreamDestroy(CUstream hStream);
 
 #define CG_EXPORT __attribute__((visibility("default")))
 

@@ -8,12 +8,11 @@
 #include "sig.h"
 #include "stream.h"
 
+/* Resolves the driver (also when disabled: the real entry point is needed either way). */
 static bool active(void)
 {
-	if (cg_shim_passthrough())
-		return false;
 	cg_driver_init();
-	return cg_driver_ready();
+	return !cg_shim_passthrough() && cg_driver_ready();
 }
 
 #define COUNT(n) atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##n], 1, memory_order_relaxed)
@@ -76,43 +75,46 @@ CG_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 	return capture_ended(CG_REAL(cuStreamEndCapture_ptsz)(hStream, phGraph));
 }
 
-/* --- lifetimes: pending work is submitted and graphs destroyed while their objects live ---- */
-CG_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
+/* --- lifetimes: pending work is submitted and graphs destroyed while their objects live ----
+ * Each hook serves both ABI versions of its entry point (same prototype); `entry` is the one
+ * the program called. */
+static CUresult stream_destroy(enum cg_entry entry, CUstream hStream)
 {
 	if (active()) {
-		COUNT(cuStreamDestroy_v2);
+		atomic_fetch_add_explicit(&cg_entry_calls[entry], 1, memory_order_relaxed);
 		cg_stream_forget(hStream);
 	}
-	return CG_REAL(cuStreamDestroy_v2)(hStream);
+	return ((__typeof__(&cuStreamDestroy_v2))cg_real[entry])(hStream);
 }
 
-CG_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+static CUresult ctx_destroy(enum cg_entry entry, CUcontext ctx)
 {
 	if (active()) {
-		COUNT(cuCtxDestroy_v2);
+		atomic_fetch_add_explicit(&cg_entry_calls[entry], 1, memory_order_relaxed);
 		cg_stream_forget_ctx(ctx, CG_R_MODULE);
 	}
-	return CG_REAL(cuCtxDestroy_v2)(ctx);
+	return ((__typeof__(&cuCtxDestroy_v2))cg_real[entry])(ctx);
 }
 
-CG_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+static CUresult primary_reset(enum cg_entry entry, CUdevice dev)
 {
 	if (active()) {
-		COUNT(cuDevicePrimaryCtxReset_v2);
+		atomic_fetch_add_explicit(&cg_entry_calls[entry], 1, memory_order_relaxed);
 		CUcontext ctx = NULL;
 		if (CG_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) == CUDA_SUCCESS) {
 			cg_stream_forget_ctx(ctx, CG_R_MODULE);
 			CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
 		}
 	}
-	return CG_REAL(cuDevicePrimaryCtxReset_v2)(dev);
+	return ((__typeof__(&cuDevicePrimaryCtxReset_v2))cg_real[entry])(dev);
 }
 
-CG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+static CUresult primary_release(enum cg_entry entry, CUdevice dev)
 {
+	CUresult (*real)(CUdevice) = (__typeof__(&cuDevicePrimaryCtxRelease_v2))cg_real[entry];
 	if (!active())
-		return CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
-	COUNT(cuDevicePrimaryCtxRelease_v2);
+		return real(dev);
+	atomic_fetch_add_explicit(&cg_entry_calls[entry], 1, memory_order_relaxed);
 	/* Whether this release is the last one is not observable beforehand: flush everything, and
 	 * forget the context's streams if it is gone afterwards (its graphs went with it). */
 	cg_boundary_all(CG_R_MODULE);
@@ -122,13 +124,28 @@ CG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	bool have = CG_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) == CUDA_SUCCESS;
 	if (have)
 		CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
-	CUresult r = CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
+	CUresult r = real(dev);
 	if (have && CG_REAL(cuDevicePrimaryCtxGetState)(dev, &flags, &alive) == CUDA_SUCCESS && !alive) {
 		cg_backend_context_gone(ctx);
 		cg_stream_forget_ctx(ctx, CG_R_MODULE);
 	}
 	return r;
 }
+
+#define LIFETIME_HOOK(n, impl, T, arg)                                                          \
+	CG_EXPORT CUresult n(T arg)                                                             \
+	{                                                                                       \
+		cg_driver_init();                                                               \
+		return cg_real[CG_E_##n] ? impl(CG_E_##n, arg) : CUDA_ERROR_NOT_FOUND;          \
+	}
+LIFETIME_HOOK(cuStreamDestroy_v2, stream_destroy, CUstream, hStream)
+LIFETIME_HOOK(cuStreamDestroy, stream_destroy, CUstream, hStream)
+LIFETIME_HOOK(cuCtxDestroy_v2, ctx_destroy, CUcontext, ctx)
+LIFETIME_HOOK(cuCtxDestroy, ctx_destroy, CUcontext, ctx)
+LIFETIME_HOOK(cuDevicePrimaryCtxReset_v2, primary_reset, CUdevice, dev)
+LIFETIME_HOOK(cuDevicePrimaryCtxReset, primary_reset, CUdevice, dev)
+LIFETIME_HOOK(cuDevicePrimaryCtxRelease_v2, primary_release, CUdevice, dev)
+LIFETIME_HOOK(cuDevicePrimaryCtxRelease, primary_release, CUdevice, dev)
 
 static CUresult unloaded(void)
 {

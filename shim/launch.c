@@ -18,9 +18,9 @@ _Thread_local int cg_tl_forwarding;
  * stream the program is capturing itself). */
 static bool hands_off(CUstream h)
 {
+	cg_driver_init(); /* also when disabled: it finds the real entry point */
 	if (cg_shim_passthrough())
 		return true;
-	cg_driver_init();
 	if (!cg_driver_ready() || atomic_load_explicit(&cg_shim.exiting, memory_order_relaxed))
 		return true;
 	if (atomic_load_explicit(&cg_shim.captures, memory_order_acquire) > 0) {
@@ -178,6 +178,7 @@ static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, 
 		struct cg_sig sig;                                                              \
 		unsigned char buf[ARGS_INLINE];                                                 \
 		bool op_ok = false;                                                             \
+		cg_driver_init();                                                               \
 		if (!cg_shim_passthrough()) {                                                   \
 			const unsigned g[3] = { gx, gy, gz }, b[3] = { bx, by, bz };            \
 			op_ok = cg_driver_ready() &&                                            \
@@ -195,6 +196,7 @@ static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, 
 		unsigned char buf[ARGS_INLINE];                                                 \
 		bool op_ok = false;                                                             \
 		CUstream h = c ? c->hStream : NULL;                                             \
+		cg_driver_init();                                                               \
 		if (c && !cg_shim_passthrough()) {                                              \
 			const unsigned g[3] = { c->gridDimX, c->gridDimY, c->gridDimZ };        \
 			const unsigned b[3] = { c->blockDimX, c->blockDimY, c->blockDimZ };     \
