@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backtrace.h"
+#include "checks.h"
 #include "deny.h"
 #include "driver.h"
 #include "events.h"
@@ -129,6 +130,7 @@ void cg_events_header(void)
 	cg_tl_internal--;
 	cg_json_str(&j, "device", name[0] ? name : NULL);
 	cg_json_null(&j, "nccl_version");
+	cg_startup_checks_json(&j);
 	if (cg_json_end(&j))
 		cg_report_emit(&j);
 }

@@ -11,6 +11,7 @@
 
 #include "audit.h"
 #include "backend.h"
+#include "checks.h"
 #include "driver.h"
 #include "events.h"
 #include "log.h"
@@ -136,6 +137,7 @@ void cg_shim_start(void)
 	if (!cg_shim.engine)
 		cg_log(CG_LOG_WARN, "cannot create the policy engine: recording only");
 
+	cg_startup_checks();
 	cg_report_start();
 	cg_events_header();
 	if (cg_opt_bool(CG_OPT_AUDIT))

@@ -97,6 +97,21 @@ hostile-env) # garbage options: one warning each, defaults kept, result unchange
     [ "$n" = 1 ] || fail "CUGRAFT_$v: $n warnings, want 1"
   done
   ;;
+startup-checks) # expandable segments: NCCL_GRAPH_REGISTER=0 set and said; a user value kept
+  eager e "$progs/fourway" --iters 5
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True shim s "$progs/fourway" --iters 5
+  same_result e s
+  grep -q '"startup_checks":\["PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True: set NCCL_GRAPH_REGISTER=0' "$tmp/s.jsonl" ||
+    fail "the report header does not say NCCL_GRAPH_REGISTER=0 was set"
+  grep -q 'NCCL_GRAPH_REGISTER=0' "$tmp/s.err" || fail "stderr does not say NCCL_GRAPH_REGISTER=0 was set"
+  NCCL_GRAPH_REGISTER=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True shim s2 "$progs/fourway" --iters 5
+  grep -q '"startup_checks":\[\]' "$tmp/s2.jsonl" || fail "a user's NCCL_GRAPH_REGISTER was overridden"
+  ;;
+backtrace) # first occurrences carry a host backtrace reaching the program's own function
+  shim s "$progs/fourway" --iters 10
+  grep '"event":"fallback"' "$tmp/s.jsonl" | grep -q '"backtrace":\[[^]]*main+0x[0-9a-f]* (fourway)' ||
+    fail "no fallback backtrace names fourway's main: $(grep -m1 backtrace "$tmp/s.jsonl" | cut -c1-400)"
+  ;;
 threads) # 8 threads on 8 streams, an observer thread polling events
   eager e "$progs/threads"
   shim s "$progs/threads"
