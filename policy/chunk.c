@@ -2,6 +2,7 @@
  * tables that find it (by content while learning, by first op while replaying). */
 #include <stdlib.h>
 #include "policy/chunk.h"
+#include "policy/mix.h"
 
 /* A stream that never repeats itself (shapes change every step) would otherwise grow without
  * bound (a chunk of 64 launches holds ~12 KiB); past this many chunks new content stays eager
@@ -12,16 +13,6 @@
 static inline uint64_t rotl64(uint64_t x, int r)
 {
 	return (x << r) | (x >> (64 - r));
-}
-
-static uint64_t fmix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
 }
 
 /* ---- scratch ---------------------------------------------------------------------------- */
@@ -100,7 +91,7 @@ void cg_scratch_op(const struct cg_scratch *sc, uint32_t i, struct cg_op *out)
 
 uint64_t cg_scratch_key(const struct cg_scratch *sc)
 {
-	uint64_t k = fmix64(sc->key ^ ((uint64_t)sc->n * 0xc2b2ae3d27d4eb4full));
+	uint64_t k = cg_fmix64(sc->key ^ ((uint64_t)sc->n * 0xc2b2ae3d27d4eb4full));
 	return k ? k : 1;
 }
 

@@ -2,6 +2,7 @@
  * independent lanes (a 96-byte signature costs a few ns). Never 0: 0 in struct cg_op means
  * "not computed yet". Chunk cutting reads the high 32 bits, so the finaliser mixes every bit. */
 #include <string.h>
+#include "policy/mix.h"
 #include "policy/op.h"
 
 #define K1 0x87c37b91114253d5ull
@@ -17,17 +18,6 @@ static inline uint64_t load64(const unsigned char *p)
 	uint64_t v;
 	memcpy(&v, p, 8);
 	return v;
-}
-
-/* MurmurHash3's 64-bit finaliser. */
-static inline uint64_t fmix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
 }
 
 uint64_t cg_sig_hash(const void *bytes, size_t len)
@@ -50,6 +40,6 @@ uint64_t cg_sig_hash(const void *bytes, size_t len)
 		memcpy(&tail, p, len);
 		b = rotl64(b ^ (tail * K2), 29) * K1;
 	}
-	uint64_t h = fmix64(a ^ rotl64(b, 32));
+	uint64_t h = cg_fmix64(a ^ rotl64(b, 32));
 	return h ? h : 1;
 }

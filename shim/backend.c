@@ -80,6 +80,20 @@ static int fail(CUresult r, const char **detail)
 }
 
 /* --- one op on a stream -------------------------------------------------------------------- */
+#define INLINE_PARAMS 64
+
+/* kernelParams for a kernel op: pointers into its packed argument bytes at the layout's
+ * offsets; in `inline_buf` (INLINE_PARAMS entries) when they fit, else malloc'd (free when
+ * different from inline_buf); NULL when out of memory. */
+static void **param_ptrs(const struct cg_op *op, void **inline_buf)
+{
+	const struct cg_layout *l = ((const struct cg_sig *)op->sig)->layout;
+	void **params = l->n <= INLINE_PARAMS ? inline_buf : malloc(l->n * sizeof(void *));
+	for (uint32_t i = 0; params && i < l->n; i++)
+		params[i] = (char *)op->args + l->p[i].off;
+	return params;
+}
+
 static uint64_t mem_arg(const struct cg_op *op, int i)
 {
 	uint64_t v;
@@ -93,12 +107,10 @@ static CUresult submit(const struct cg_op *op, CUstream st)
 	switch (sig->kind) {
 	case CG_K_KERNEL: {
 		const struct cg_layout *l = sig->layout;
-		void *inline_params[64];
-		void **params = l->n <= 64 ? inline_params : malloc(l->n * sizeof(void *));
+		void *inline_params[INLINE_PARAMS];
+		void **params = param_ptrs(op, inline_params);
 		if (!params)
 			return CUDA_ERROR_OUT_OF_MEMORY;
-		for (uint32_t i = 0; i < l->n; i++)
-			params[i] = (char *)op->args + l->p[i].off;
 		CUlaunchConfig c = {
 			.gridDimX = sig->grid[0], .gridDimY = sig->grid[1], .gridDimZ = sig->grid[2],
 			.blockDimX = sig->block[0], .blockDimY = sig->block[1], .blockDimZ = sig->block[2],
@@ -210,12 +222,10 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 static CUresult patch_kernel(struct chunk_graph *g, uint32_t index, const struct cg_op *op)
 {
 	const struct cg_layout *l = ((const struct cg_sig *)op->sig)->layout;
-	void *inline_params[64];
-	void **params = l->n <= 64 ? inline_params : malloc(l->n * sizeof(void *));
+	void *inline_params[INLINE_PARAMS];
+	void **params = param_ptrs(op, inline_params);
 	if (!params)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	for (uint32_t i = 0; i < l->n; i++)
-		params[i] = (char *)op->args + l->p[i].off;
 	CUDA_KERNEL_NODE_PARAMS p = g->kp[index];
 	p.kernelParams = l->n ? params : NULL;
 	p.extra = NULL;

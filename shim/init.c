@@ -12,6 +12,7 @@
 #include "audit.h"
 #include "backend.h"
 #include "checks.h"
+#include "deadline.h"
 #include "driver.h"
 #include "events.h"
 #include "log.h"
@@ -62,13 +63,7 @@ static void *flusher(void *arg)
 			nanosleep(&period, NULL);
 			continue;
 		}
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 10 * 1000 * 1000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
+		struct timespec until = cg_deadline_ms(10);
 		pthread_mutex_lock(&idle_lock);
 		atomic_store(&cg_shim.flusher_idle, true);
 		if (!cg_any_pending())

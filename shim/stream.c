@@ -10,6 +10,7 @@
 #include "shim.h"
 #include "stream.h"
 #include "backend.h"
+#include "deadline.h"
 #include "events.h"
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
@@ -301,13 +302,7 @@ void cg_stream_forget_ctx(CUcontext ctx, enum cg_reason why)
  * launch is in progress elsewhere) is waited for only briefly: exit must not hang. */
 static bool lock_briefly(pthread_mutex_t *m)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	t.tv_nsec += 200 * 1000 * 1000;
-	if (t.tv_nsec >= 1000000000) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000;
-	}
+	struct timespec t = cg_deadline_ms(200);
 	return pthread_mutex_timedlock(m, &t) == 0;
 }
 
