@@ -18,7 +18,6 @@ _Thread_local int cg_tl_forwarding;
  * stream the program is capturing itself). */
 static bool hands_off(CUstream h)
 {
-	cg_driver_init(); /* also when disabled: it finds the real entry point */
 	if (cg_shim_passthrough())
 		return true;
 	if (!cg_driver_ready() || atomic_load_explicit(&cg_shim.exiting, memory_order_relaxed))
@@ -36,9 +35,11 @@ static bool hands_off(CUstream h)
  * meanwhile so the forward stays in order with anything the flusher does. */
 static bool take(struct cg_sstate *s, const struct cg_op *op)
 {
-	atomic_fetch_add_explicit(&s->ops, 1, memory_order_relaxed);
 	cg_stream_order(s);
 	pthread_mutex_lock(&s->lock);
+	/* One writer (the lock holder): a plain increment, no locked instruction. */
+	atomic_store_explicit(&s->ops, atomic_load_explicit(&s->ops, memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
 	if (!s->eng || cg_submit(s->eng, op) == CG_PASS)
 		return false;
 	cg_stream_sync_pending(s);
@@ -178,7 +179,7 @@ static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, 
 		struct cg_sig sig;                                                              \
 		unsigned char buf[ARGS_INLINE];                                                 \
 		bool op_ok = false;                                                             \
-		cg_driver_init();                                                               \
+		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		if (!cg_shim_passthrough()) {                                                   \
 			const unsigned g[3] = { gx, gy, gz }, b[3] = { bx, by, bz };            \
 			op_ok = cg_driver_ready() &&                                            \
@@ -196,7 +197,7 @@ static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, 
 		unsigned char buf[ARGS_INLINE];                                                 \
 		bool op_ok = false;                                                             \
 		CUstream h = c ? c->hStream : NULL;                                             \
-		cg_driver_init();                                                               \
+		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		if (c && !cg_shim_passthrough()) {                                              \
 			const unsigned g[3] = { c->gridDimX, c->gridDimY, c->gridDimZ };        \
 			const unsigned b[3] = { c->blockDimX, c->blockDimY, c->blockDimZ };     \
@@ -240,6 +241,7 @@ static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[2], enum 
 		struct cg_sig sig;                                                              \
 		uint64_t args[2];                                                               \
 		bool op_ok = true;                                                              \
+		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		mem_op(&op, &sig, args, kind, dst, (uint64_t)v, n);                             \
 		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h))                       \
 	}
