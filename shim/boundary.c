@@ -24,6 +24,7 @@
 			if (cg_driver_ready()) {                                                \
 				atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##n], 1,         \
 				                          memory_order_relaxed);                \
+				cg_tl_api = #n;                                                 \
 				CG_SCOPE_##scope(stream, CG_R_##reason);                        \
 			}                                                                       \
 		}                                                                               \

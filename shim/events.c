@@ -93,6 +93,9 @@ void cg_events_engine(void *be, const struct cg_event *ev)
 	}
 	if (ev->detail)
 		cg_json_str(&j, "detail", ev->detail);
+	/* The program's call that made the engine decide; a timeout comes from the flusher. */
+	if (ev->kind == CG_EV_FALLBACK && ev->reason != CG_R_TIMEOUT && cg_tl_api)
+		cg_json_str(&j, "api", cg_tl_api);
 	if (ev->got && ev->got->name)
 		cg_json_str(&j, "kernel", ev->got->name);
 	json_op(&j, "expected", ev->expected);

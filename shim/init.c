@@ -23,6 +23,7 @@
 
 struct cg_shim cg_shim;
 _Thread_local int cg_tl_internal;
+_Thread_local const char *cg_tl_api;
 
 static uint64_t now_ns(void)
 {

@@ -154,6 +154,7 @@ static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, 
 		return r_;                                                                      \
 	}                                                                                       \
 	atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##entry], 1, memory_order_relaxed);      \
+	cg_tl_api = #entry;                                                                     \
 	struct cg_sstate *s_ = cg_stream_get(h, ptsz);                                          \
 	if (!s_ || !op_ok) {                                                                    \
 		cg_boundary_stream(h, ptsz, CG_R_UNGRAPHABLE);                                  \

@@ -27,6 +27,8 @@ extern struct cg_shim cg_shim;
 /* Depth of shim-internal driver calls (backend) and NCCL calls on this thread: launches made
  * there are not the program's and pass through untouched. */
 extern _Thread_local int cg_tl_internal;
+/* The entry point the program is in on this thread (for the report's fallback events). */
+extern _Thread_local const char *cg_tl_api;
 
 static inline bool cg_shim_disabled(void)
 {

@@ -52,6 +52,8 @@ fourway) # all four ways of reaching the driver; every launch seen; replay happe
       fail "$ep: shim counted $(summary "$tmp/s.jsonl" "entry_points.$ep"), the fake $(stat "api.$ep" "$tmp/e.stats")"
   done
   [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  grep '"event":"fallback"' "$tmp/s.jsonl" | grep -q '"api":"cuStreamSynchronize"' ||
+    fail "no fallback names the program's call (cuStreamSynchronize)"
   [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
     fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
   ;;
