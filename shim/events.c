@@ -24,11 +24,16 @@
 #define HOST_US_PER_GRAPH_LAUNCH 2.5
 #define HOST_US_PER_PATCH 0.43
 
-static _Atomic uint64_t boundaries[CG_R_COUNT];
+static _Atomic uint64_t boundaries[CG_R_COUNT], bypassed[CG_R_COUNT];
 
 void cg_events_boundary(enum cg_reason why)
 {
 	atomic_fetch_add_explicit(&boundaries[why], 1, memory_order_relaxed);
+}
+
+void cg_events_bypass(enum cg_reason why)
+{
+	atomic_fetch_add_explicit(&bypassed[why], 1, memory_order_relaxed);
 }
 
 static const char *kind_name(uint32_t k)
@@ -161,6 +166,12 @@ void cg_events_summary(void)
 	memset(&st, 0, sizeof(st));
 	if (cg_shim.engine)
 		cg_engine_stats(cg_shim.engine, &st);
+	for (int r = 0; r < CG_R_COUNT; r++) {
+		uint64_t n = atomic_load(&bypassed[r]);
+		st.ops += n;
+		st.ops_eager += n;
+		st.fallbacks[r] += n;
+	}
 	static struct cg_json j; /* exit path: keep 16 KiB off a possibly small thread stack */
 	cg_json_begin(&j, "summary");
 	uint64_t launches = 0;

@@ -9,6 +9,9 @@
 void cg_events_engine(void *be, const struct cg_event *ev);
 /* A boundary the program made (counted by kind for the summary). */
 void cg_events_boundary(enum cg_reason why);
+/* An op that ran eagerly without reaching the engine (ungraphable, out of scope, per-thread
+ * stream, inside the program's capture): counted with the engine's fallbacks in the summary. */
+void cg_events_bypass(enum cg_reason why);
 void cg_events_header(void);
 void cg_events_summary(void);
 

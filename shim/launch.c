@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "driver.h"
+#include "events.h"
 #include "log.h"
+#include "options.h"
 #include "shim.h"
 #include "sig.h"
 #include "stream.h"
@@ -24,8 +26,10 @@ static bool hands_off(CUstream h)
 		return true;
 	if (atomic_load_explicit(&cg_shim.captures, memory_order_acquire) > 0) {
 		CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-		if (CG_REAL(cuStreamIsCapturing)(h, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
+		if (CG_REAL(cuStreamIsCapturing)(h, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
+			cg_events_bypass(CG_R_CAPTURE);
 			return true;
+		}
 	}
 	return false;
 }
@@ -40,7 +44,11 @@ static bool take(struct cg_sstate *s, const struct cg_op *op)
 	/* One writer (the lock holder): a plain increment, no locked instruction. */
 	atomic_store_explicit(&s->ops, atomic_load_explicit(&s->ops, memory_order_relaxed) + 1,
 	                      memory_order_relaxed);
-	if (!s->eng || cg_submit(s->eng, op) == CG_PASS)
+	if (!s->eng) {
+		cg_events_bypass(s->per_thread ? CG_R_PER_THREAD : CG_R_SCOPE);
+		return false;
+	}
+	if (cg_submit(s->eng, op) == CG_PASS)
 		return false;
 	cg_stream_sync_pending(s);
 	pthread_mutex_unlock(&s->lock);
@@ -115,15 +123,18 @@ static int pack_args(const struct cg_layout *l, void **params, void **extra, uns
 	return (int)l->size;
 }
 
-/* Builds the op of a kernel launch; false when it cannot be graphed (then it is a boundary). */
-static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, CUfunction f,
+/* Builds the op of a kernel launch; else why it cannot be graphed (then it is a boundary:
+ * it must run after the pending work of its stream). */
+static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, CUfunction f,
                       const unsigned grid[3], const unsigned block[3], unsigned shmem,
                       const CUlaunchAttribute *attrs, unsigned nattrs, void **params, void **extra)
 {
 	const struct cg_layout *l = cg_layout_of(f);
 	if (!l)
-		return false;
+		return CG_R_UNGRAPHABLE;
 	cg_layout_count(l);
+	if (!l->in_scope)
+		return CG_R_SCOPE;
 	sig->kind = CG_K_KERNEL;
 	sig->shmem = shmem;
 	sig->fn = (uint64_t)(uintptr_t)f;
@@ -133,17 +144,17 @@ static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, 
 	sig->a = sig->b = 0;
 	sig->pad = 0;
 	if (!pack_attrs(sig, attrs, nattrs))
-		return false;
+		return CG_R_UNGRAPHABLE;
 	int n = pack_args(l, params, extra, buf);
 	if (n < 0)
-		return false;
+		return CG_R_UNGRAPHABLE;
 	op->sig = sig;
 	op->sig_len = cg_sig_len(sig);
 	op->args = buf;
 	op->args_len = (uint32_t)n;
 	op->hash = 0;
 	op->name = l->name;
-	return true;
+	return CG_R_NONE;
 }
 
 #define LAUNCH_BODY(entry, ptsz, h, FWD)                                                        \
@@ -156,8 +167,10 @@ static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, 
 	atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##entry], 1, memory_order_relaxed);      \
 	cg_tl_api = #entry;                                                                     \
 	struct cg_sstate *s_ = cg_stream_get(h, ptsz);                                          \
-	if (!s_ || !op_ok) {                                                                    \
-		cg_boundary_stream(h, ptsz, CG_R_UNGRAPHABLE);                                  \
+	if (!s_ || why != CG_R_NONE) {                                                          \
+		why = why != CG_R_NONE ? why : CG_R_UNGRAPHABLE;                                \
+		cg_events_bypass(why);                                                          \
+		cg_boundary_stream(h, ptsz, why);                                               \
 		cg_tl_forwarding++;                                                             \
 		CUresult r_ = FWD;                                                              \
 		cg_tl_forwarding--;                                                             \
@@ -179,12 +192,11 @@ static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, 
 		struct cg_op op;                                                                \
 		struct cg_sig sig;                                                              \
 		unsigned char buf[ARGS_INLINE];                                                 \
-		bool op_ok = false;                                                             \
+		enum cg_reason why = CG_R_UNGRAPHABLE;                                          \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
-		if (!cg_shim_passthrough()) {                                                   \
+		if (!cg_shim_passthrough() && cg_driver_ready()) {                              \
 			const unsigned g[3] = { gx, gy, gz }, b[3] = { bx, by, bz };            \
-			op_ok = cg_driver_ready() &&                                            \
-			        kernel_op(&op, &sig, buf, f, g, b, shmem, NULL, 0, params, extra); \
+			why = kernel_op(&op, &sig, buf, f, g, b, shmem, NULL, 0, params, extra); \
 		}                                                                               \
 		LAUNCH_BODY(entry, ptsz, h,                                                     \
 		            CG_REAL(entry)(f, gx, gy, gz, bx, by, bz, shmem, h, params, extra))  \
@@ -196,15 +208,14 @@ static bool kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, 
 		struct cg_op op;                                                                \
 		struct cg_sig sig;                                                              \
 		unsigned char buf[ARGS_INLINE];                                                 \
-		bool op_ok = false;                                                             \
+		enum cg_reason why = CG_R_UNGRAPHABLE;                                          \
 		CUstream h = c ? c->hStream : NULL;                                             \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
-		if (c && !cg_shim_passthrough()) {                                              \
+		if (c && !cg_shim_passthrough() && cg_driver_ready()) {                         \
 			const unsigned g[3] = { c->gridDimX, c->gridDimY, c->gridDimZ };        \
 			const unsigned b[3] = { c->blockDimX, c->blockDimY, c->blockDimZ };     \
-			op_ok = cg_driver_ready() &&                                            \
-			        kernel_op(&op, &sig, buf, f, g, b, c->sharedMemBytes, c->attrs,  \
-			                  c->numAttrs, params, extra);                           \
+			why = kernel_op(&op, &sig, buf, f, g, b, c->sharedMemBytes, c->attrs,   \
+			                c->numAttrs, params, extra);                             \
 		}                                                                               \
 		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(c, f, params, extra))                \
 	}
@@ -241,8 +252,8 @@ static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[2], enum 
 		struct cg_op op;                                                                \
 		struct cg_sig sig;                                                              \
 		uint64_t args[2];                                                               \
-		bool op_ok = true;                                                              \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
+		enum cg_reason why = cg_opt_scope()->memops ? CG_R_NONE : CG_R_SCOPE;           \
 		mem_op(&op, &sig, args, kind, dst, (uint64_t)v, n);                             \
 		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h))                       \
 	}

@@ -8,6 +8,7 @@
 #include "driver.h"
 #include "shim.h"
 #include "json.h"
+#include "options.h"
 #include "sig.h"
 
 #define SLOTS 65536 /* PyTorch jobs load a few thousand kernels */
@@ -94,6 +95,7 @@ static const struct cg_layout *ask_driver(CUfunction f)
 	else if (cg_real[CG_E_cuFuncGetName])
 		CG_REAL(cuFuncGetName)(&name, f);
 	l->name = name ? strndup(name, 512) : NULL;
+	l->in_scope = cg_scope_kernel(l->name);
 	l->next_all = all_layouts;
 	all_layouts = l;
 	return l;

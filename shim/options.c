@@ -170,6 +170,8 @@ bool cg_scope_match_kernel(const struct cg_scope *sc, const char *name)
 {
 	if (!sc->kernels)
 		return false;
+	if (!name)
+		name = "";  /* a kernel the driver could not name matches only "*" patterns */
 	bool any_include = false, included = false;
 	for (int i = 0; i < sc->n_patterns; i++) {
 		bool match = fnmatch(sc->patterns[i].glob, name, 0) == 0;

@@ -17,6 +17,7 @@ struct cg_layout {
 	uint32_t size;      /* packed bytes: end of the last parameter */
 	const char *name;   /* kernel name (our copy: the driver's dies with its module) or NULL */
 	_Atomic uint64_t launches; /* for the report's kernel list */
+	bool in_scope;      /* CUGRAFT_SCOPE lets this kernel be graphed (decided once) */
 	const struct cg_layout *next_all; /* every layout ever made, also those of unloaded modules */
 	struct { uint32_t off, size; } p[];
 };

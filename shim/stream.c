@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "deadline.h"
 #include "events.h"
+#include "options.h"
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static struct cg_sstate *streams;   /* live records */
@@ -78,8 +79,10 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 		cg_tl_internal--;
 	}
 	/* Per-thread default streams cannot be reached from another thread (the flusher, an
-	 * observer): deferring on them could not be bounded, so they are only recorded. */
-	s->eng = k == PER_THREAD || !cg_shim.engine ? NULL : cg_stream_new(cg_shim.engine, s, s->id);
+	 * observer): deferring on them could not be bounded, so they are only recorded; so are
+	 * streams CUGRAFT_SCOPE leaves out. */
+	s->eng = k == PER_THREAD || !cg_shim.engine || !cg_scope_stream(s->id) ? NULL :
+	         cg_stream_new(cg_shim.engine, s, s->id);
 	s->live = true;
 	s->next = streams;
 	streams = s;

@@ -114,6 +114,20 @@ backtrace) # first occurrences carry a host backtrace reaching the program's own
   grep '"event":"fallback"' "$tmp/s.jsonl" | grep -q '"backtrace":\[[^]]*main+0x[0-9a-f]* (fourway)' ||
     fail "no fallback backtrace names fourway's main: $(grep -m1 backtrace "$tmp/s.jsonl" | cut -c1-400)"
   ;;
+scope) # CUGRAFT_SCOPE: excluded kernels, memops and streams run eagerly, in order
+  eager e "$progs/fourway" --iters 30
+  CUGRAFT_SCOPE=-cg_chain shim s "$progs/fourway" --iters 30
+  same_result e s; same_work e s
+  [ "$(summary "$tmp/s.jsonl" fallbacks.scope)" -gt 0 ] || fail "-cg_chain excluded nothing"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "-cg_chain stopped all graphs"
+  CUGRAFT_SCOPE=streams=999 shim s2 "$progs/fourway" --iters 30
+  same_result e s2
+  [ "$(summary "$tmp/s2.jsonl" graph_launches)" = 0 ] || fail "streams=999 still graphed"
+  CUGRAFT_SCOPE=memops shim s3 "$progs/fourway" --iters 30
+  same_result e s3
+  [ "$(summary "$tmp/s3.jsonl" fallbacks.scope)" -ge "$(field launches "$tmp/e.out")" ] ||
+    fail "kernels graphed although CUGRAFT_SCOPE=memops"
+  ;;
 threads) # 8 threads on 8 streams, an observer thread polling events
   eager e "$progs/threads"
   shim s "$progs/threads"
