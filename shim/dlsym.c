@@ -12,6 +12,11 @@ void *cg_dlsym_hook(void *handle, const char *name);
 void *cg_dlsym_hook(void *handle, const char *name)
 {
 	void *real = cg_real_dlsym(handle, name);
+#ifdef CG_HAVE_NCCL
+	/* NCCL's API looked up on a libnccl handle (a framework that loads NCCL itself). */
+	if (real && name && strncmp(name, "nccl", 4) == 0)
+		return cg_nccl_handout(real, name);
+#endif
 	if (!real || !name || name[0] != 'c' || name[1] != 'u' || cg_shim_in_init())
 		return real;
 	/* Only lookups that land in libcuda concern us (curl_* starts with "cu" too); processes

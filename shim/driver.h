@@ -55,6 +55,9 @@ void *cg_real_dlsym(void *handle, const char *name);
  * our wrapper for boundary and hooked ones, a default-deny trampoline for anything else inside
  * libcuda; `real` itself when it is not in libcuda. `name` is for the report (may be NULL). */
 void *cg_handout(void *real, const char *name);
+/* nccl.c: what a dlsym of an NCCL name gets: our wrapper for a listed entry whose real function
+ * lies in libnccl, else `real`. */
+void *cg_nccl_handout(void *real, const char *name);
 /* True when the address lies inside the loaded libcuda. */
 bool cg_in_libcuda(const void *addr);
 

@@ -137,7 +137,14 @@ void cg_events_header(void)
 		CG_REAL(cuDeviceGetName)(name, sizeof(name), dev);
 	cg_tl_internal--;
 	cg_json_str(&j, "device", name[0] ? name : NULL);
-	cg_json_null(&j, "nccl_version");
+	int nccl = 0;
+#ifdef CG_HAVE_NCCL
+	nccl = cg_nccl_version();
+#endif
+	if (nccl)
+		cg_json_int(&j, "nccl_version", nccl);
+	else
+		cg_json_null(&j, "nccl_version");
 	cg_startup_checks_json(&j);
 	if (cg_json_end(&j))
 		cg_report_emit(&j);
@@ -209,6 +216,9 @@ void cg_events_summary(void)
 		if (atomic_load(&cg_entry_calls[e]))
 			cg_json_uint(&j, cg_entry_name[e], atomic_load(&cg_entry_calls[e]));
 	cg_json_obj_end(&j);
+#ifdef CG_HAVE_NCCL
+	cg_nccl_json(&j);
+#endif
 	const char *dname;
 	uint64_t calls;
 	cg_json_obj(&j, "unclassified_entry_points");

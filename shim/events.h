@@ -13,6 +13,10 @@ void cg_events_boundary(enum cg_reason why);
  * stream, inside the program's capture): counted with the engine's fallbacks in the summary. */
 void cg_events_bypass(enum cg_reason why);
 void cg_events_header(void);
+/* nccl.c: the summary's "collectives":{name: calls}; the loaded libnccl's version code (0: none). */
+struct cg_json;
+void cg_nccl_json(struct cg_json *j);
+int cg_nccl_version(void);
 void cg_events_summary(void);
 
 #endif

@@ -155,6 +155,31 @@ fault-*) # a failing graph API: results identical, nothing lost or run twice, re
   same_result e s; same_work e s
   grep -q "\"$REASON\"" "$tmp/s.jsonl" || fail "reason $REASON not in the report"
   ;;
+nccl|nccl-group|nccl-dlsym) # collectives are boundaries; NCCL's own launches pass through uncounted
+  export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH
+  mode=; [ "$case_name" = nccl ] || mode=--${case_name#nccl-}
+  FAKENCCL_STATS=$tmp/e.nccl eager e "$progs/ncclloop" --iters 40 $mode
+  FAKENCCL_STATS=$tmp/s.nccl shim s "$progs/ncclloop" --iters 40 $mode
+  same_result e s; same_work e s
+  launches=$(field launches "$tmp/e.out")
+  [ "$(summary "$tmp/s.jsonl" launches)" = "$launches" ] ||
+    fail "shim saw $(summary "$tmp/s.jsonl" launches) launches, the program made $launches"
+  [ "$(summary "$tmp/s.jsonl" collectives.ncclAllReduce)" = 40 ] ||
+    fail "collectives.ncclAllReduce is $(summary "$tmp/s.jsonl" collectives.ncclAllReduce), want 40"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  for r in e s; do
+    [ "$(stat internal_launches "$tmp/$r.nccl")" = 40 ] ||
+      fail "$r: NCCL made $(stat internal_launches "$tmp/$r.nccl") internal launches, want 40"
+  done
+  ;;
+nccl-disable) # CUGRAFT_DISABLE=1 around NCCL: the same result and the same driver calls
+  export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH
+  eager e "$progs/ncclloop" --iters 20 --group
+  CUGRAFT_DISABLE=1 shim s "$progs/ncclloop" --iters 20 --group
+  same_result e s; same_work e s
+  diff <(grep '^api\.' "$tmp/e.stats") <(grep '^api\.' "$tmp/s.stats") > /dev/null || fail "disabled shim changed driver calls"
+  [ ! -s "$tmp/s.jsonl" ] || fail "disabled shim wrote a report"
+  ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac
 [ $status = 0 ] && echo "ok [$case_name]"

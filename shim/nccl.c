@@ -1,0 +1,198 @@
+/* NCCL in the default scope: the wrappers generated from nccl.def submit the pending work a
+ * collective or communicator call could observe, then run NCCL with cg_tl_internal raised so that
+ * the kernels and driver calls NCCL makes inside pass through untouched. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+
+/* nccl.h declares ncclGroupStart() and ncclGroupEnd() without a prototype. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
+#include "driver.h"
+#include "events.h"
+#include "json.h"
+#include "log.h"
+#include "shim.h"
+#include "stream.h"
+
+enum cg_nccl_entry {
+#define CG_NCCL(n, ...) CG_N_##n,
+#define CG_NCCL_PURE(n) CG_N_##n,
+#include "nccl.def"
+#undef CG_NCCL
+#undef CG_NCCL_PURE
+	CG_N_COUNT
+};
+
+static const char *const entry_name[CG_N_COUNT] = {
+#define CG_NCCL(n, ...) [CG_N_##n] = #n,
+#define CG_NCCL_PURE(n) [CG_N_##n] = #n,
+#include "nccl.def"
+#undef CG_NCCL
+#undef CG_NCCL_PURE
+};
+
+enum kind { K_COLLECTIVE, K_GROUP, K_COMM };
+
+/* The libnccl definitions, found on first use; calls of each wrapped entry (for the report). */
+static _Atomic(void *) real_fn[CG_N_COUNT];
+static _Atomic uint64_t calls[CG_N_COUNT];
+
+/* The definition the program would have called without us: the next one after ours (a linked or
+ * RTLD_GLOBAL libnccl), else the one in a libnccl.so.2 already loaded RTLD_LOCAL. We never load
+ * libnccl ourselves: NULL when the process has none. */
+static void *find_real(enum cg_nccl_entry e)
+{
+	void *p = atomic_load_explicit(&real_fn[e], memory_order_acquire);
+	if (p)
+		return p;
+	p = cg_real_dlsym(RTLD_NEXT, entry_name[e]);
+	if (!p) {
+		void *h = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
+		if (h) {
+			p = cg_real_dlsym(h, entry_name[e]);
+			dlclose(h);
+		}
+	}
+	if (p)
+		atomic_store_explicit(&real_fn[e], p, memory_order_release);
+	return p;
+}
+
+static ncclResult_t missing(enum cg_nccl_entry e)
+{
+	cg_log(CG_LOG_WARN, "%s called but no libnccl in the process defines it", entry_name[e]);
+	return ncclSystemError;
+}
+
+/* A group's collectives are launched by its outermost ncclGroupEnd, so that is where their
+ * streams' pending work must be submitted: work the program submits between a collective and
+ * the group's end runs before NCCL's kernels. Groups are per thread in NCCL too. */
+#define GROUP_STREAMS 8
+static _Thread_local struct {
+	int depth;
+	int n; /* streams in s[]; GROUP_STREAMS + 1: more than fit, submit every stream */
+	CUstream s[GROUP_STREAMS];
+} tl_group;
+
+static void group_add(CUstream h)
+{
+	for (int i = 0; i < tl_group.n && i < GROUP_STREAMS; i++)
+		if (tl_group.s[i] == h)
+			return;
+	if (tl_group.n < GROUP_STREAMS)
+		tl_group.s[tl_group.n++] = h;
+	else
+		tl_group.n = GROUP_STREAMS + 1;
+}
+
+static void group_submit(void)
+{
+	if (tl_group.n > GROUP_STREAMS)
+		cg_boundary_all(CG_R_COLLECTIVE);
+	else
+		for (int i = 0; i < tl_group.n; i++)
+			cg_boundary_stream(tl_group.s[i], false, CG_R_COLLECTIVE);
+	tl_group.n = 0;
+}
+
+/* Before the real call. false: forward only (disabled, nested in NCCL or the shim, no driver).
+ * true: counted, and the pending work the call may observe has been submitted. */
+static bool enter(enum cg_nccl_entry e, enum kind k, CUstream stream)
+{
+	cg_driver_init();
+	if (cg_shim_passthrough() || !cg_driver_ready())
+		return false;
+	atomic_fetch_add_explicit(&calls[e], 1, memory_order_relaxed);
+	switch (k) {
+	case K_COLLECTIVE:
+		if (tl_group.depth > 0)
+			group_add(stream);
+		else
+			cg_boundary_stream(stream, false, CG_R_COLLECTIVE);
+		break;
+	case K_GROUP:
+		if (e == CG_N_ncclGroupStart)
+			tl_group.depth++;
+		else if (tl_group.depth > 0 && --tl_group.depth == 0)
+			group_submit();
+		break;
+	case K_COMM:
+		cg_boundary_all(CG_R_COLLECTIVE);
+		break;
+	}
+	return true;
+}
+
+#define CG_NCCL_PURE(n) _Static_assert(sizeof(&n) != 0, #n " is not declared in nccl.h");
+#define CG_NCCL(n, kind, params, args, stream)                                                  \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&n), ncclResult_t(*) params),   \
+	               #n " does not match its nccl.h prototype");                              \
+	ncclResult_t n params; /* nccl.h leaves ncclGroupStart/End unprototyped */              \
+	CG_EXPORT ncclResult_t n params                                                         \
+	{                                                                                       \
+		ncclResult_t(*real_) params = (ncclResult_t(*) params)find_real(CG_N_##n);      \
+		if (!real_)                                                                     \
+			return missing(CG_N_##n);                                               \
+		if (!enter(CG_N_##n, K_##kind, (CUstream)(stream)))                             \
+			return real_ args;                                                      \
+		cg_tl_internal++;                                                               \
+		ncclResult_t r_ = real_ args;                                                   \
+		cg_tl_internal--;                                                               \
+		return r_;                                                                      \
+	}
+#include "nccl.def"
+#undef CG_NCCL
+#undef CG_NCCL_PURE
+
+static void *const wrapper[CG_N_COUNT] = {
+#define CG_NCCL(n, ...) [CG_N_##n] = (void *)n,
+#define CG_NCCL_PURE(n)
+#include "nccl.def"
+#undef CG_NCCL
+#undef CG_NCCL_PURE
+};
+
+void *cg_nccl_handout(void *real, const char *name)
+{
+	if (!real || !name || cg_shim_disabled())
+		return real;
+	for (int e = 0; e < CG_N_COUNT; e++) {
+		if (!wrapper[e] || strcmp(name, entry_name[e]) != 0)
+			continue;
+		/* Only a lookup that lands in libnccl (a plugin's or our own symbol is left alone). */
+		Dl_info info;
+		if (!dladdr(real, &info) || !info.dli_fname)
+			return real;
+		const char *base = strrchr(info.dli_fname, '/');
+		base = base ? base + 1 : info.dli_fname;
+		if (strncmp(base, "libnccl", 7) != 0 || !strstr(base, ".so"))
+			return real;
+		/* A libnccl opened RTLD_LOCAL is invisible to find_real: remember this one. */
+		void *none = NULL;
+		atomic_compare_exchange_strong(&real_fn[e], &none, real);
+		return wrapper[e];
+	}
+	return real;
+}
+
+void cg_nccl_json(struct cg_json *j)
+{
+	cg_json_obj(j, "collectives");
+	for (int e = 0; e < CG_N_COUNT; e++) {
+		uint64_t n = atomic_load_explicit(&calls[e], memory_order_relaxed);
+		if (n)
+			cg_json_uint(j, entry_name[e], n);
+	}
+	cg_json_obj_end(j);
+}
+
+int cg_nccl_version(void)
+{
+	ncclResult_t (*get)(int *) = (ncclResult_t(*)(int *))find_real(CG_N_ncclGetVersion);
+	int v = 0;
+	return get && get(&v) == ncclSuccess ? v : 0;
+}
