@@ -45,6 +45,11 @@ if want fourway; then
   SHIM_ENV="CUGRAFT_AUDIT=1" run fourway "$progs/fourway" --iters 100
   compare fourway checksum
 fi
+if want nccl && [ -x "$progs/ncclloop" ]; then
+  # 1-rank NCCL communicator: all-reduce between compute kernels (NCCL's own launches pass through)
+  SHIM_ENV="CUGRAFT_AUDIT=1" run nccl "$progs/ncclloop" --iters 100; compare nccl checksum
+  SHIM_ENV="CUGRAFT_AUDIT=1" run nccl-group "$progs/ncclloop" --iters 100 --group; compare nccl-group checksum
+fi
 if want threads; then
   SHIM_ENV="CUGRAFT_AUDIT=1" run threads "$progs/threads"; compare threads checksum
 fi
