@@ -86,7 +86,7 @@ void *cg_deny_enter(uint32_t slot)
 		if (atomic_fetch_add_explicit(&slot_calls[slot], 1, memory_order_relaxed) == 0)
 			cg_log(CG_LOG_DEBUG, "unclassified driver entry point %s: flushing before it", slot_name[slot]);
 		cg_tl_api = slot_name[slot];
-		cg_flush_all(CG_R_UNKNOWN_API, slot_name[slot]);
+		cg_flush_all(CG_R_UNKNOWN_API);
 	}
 	cg_tl_deny_armed = 1;
 	return t ? t : (void *)deny_missing;

@@ -201,7 +201,10 @@ static bool attr_repeat(uintptr_t h, int attr, int dev, int value)
 		if (active()) {                                                                 \
 			COUNT(n);                                                               \
 			if (!attr_repeat((uintptr_t)(h), (fam) * 4096 + (int)(attr), (int)(dev), (int)(value))) \
-				cg_flush_all(CG_R_UNGRAPHABLE, #n);                             \
+			{                                                                       \
+				cg_tl_api = #n;                                                 \
+				cg_flush_all(CG_R_UNGRAPHABLE);                                 \
+			}                                                                       \
 		}                                                                               \
 		return CG_REAL(n) args;                                                         \
 	}

@@ -221,7 +221,7 @@ void cg_boundary_all(enum cg_reason why)
 	flush_where(pick_all, NULL, why, true);
 }
 
-void cg_flush_all(enum cg_reason why, const char *api)
+void cg_flush_all(enum cg_reason why)
 {
 	if (!cg_any_pending())
 		return;

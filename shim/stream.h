@@ -41,9 +41,9 @@ void cg_stream_sync_pending(struct cg_sstate *s);
 /* A boundary call ordered on one stream (with legacy semantics) / observing every stream. */
 void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why);
 void cg_boundary_all(enum cg_reason why);
-/* Submit all pending work everywhere (no learning cut): unclassified entry points, other
- * threads' observations. `api` names the caller for the report. Fast when nothing is pending. */
-void cg_flush_all(enum cg_reason why, const char *api);
+/* Submit all pending work everywhere, and cut the learned chunks there (the call recurs with the
+ * program's loop): unclassified entry points, attribute changes. Fast when nothing is pending. */
+void cg_flush_all(enum cg_reason why);
 /* Flush pending work older than max_age_ns (the background flusher). */
 void cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns);
 bool cg_any_pending(void);
