@@ -50,6 +50,14 @@ if want nccl && [ -x "$progs/ncclloop" ]; then
   SHIM_ENV="CUGRAFT_AUDIT=1" run nccl "$progs/ncclloop" --iters 100; compare nccl checksum
   SHIM_ENV="CUGRAFT_AUDIT=1" run nccl-group "$progs/ncclloop" --iters 100 --group; compare nccl-group checksum
 fi
+if want conf; then
+  # conformance programs (CPU twins in the cpu suite): events, host functions, uploads, shapes,
+  # legacy-stream ordering
+  for c in events hostfunc uploads shapes legacy; do
+    [ -x "$progs/conf_$c" ] || continue
+    SHIM_ENV="CUGRAFT_AUDIT=1" run conf-$c "$progs/conf_$c"; compare conf-$c checksum
+  done
+fi
 if want threads; then
   SHIM_ENV="CUGRAFT_AUDIT=1" run threads "$progs/threads"; compare threads checksum
 fi
