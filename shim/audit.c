@@ -74,8 +74,10 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
 		cg_json_str(&j, "api", audited_name[a]);
 		void *pcs[16];
 		int n = cg_backtrace_capture(pcs, 16, 2);
-		if (n > 0)
+		if (n > 0) {
 			cg_json_backtrace(&j, "backtrace", pcs, n);
+			cg_json_backtrace_where(&j, "where", pcs, n);
+		}
 		if (cg_json_end(&j))
 			cg_report_emit(&j);
 	}

@@ -4,9 +4,12 @@
 #include "backtrace.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 
@@ -62,6 +65,38 @@ void cg_json_backtrace(struct cg_json *j, const char *key, void *const *pcs, int
 				         (unsigned long long)(pc - (uintptr_t)info.dli_fbase));
 		}
 		cg_json_arr_str(j, frame);
+	}
+	cg_json_arr_end(j);
+}
+
+/* The main program's own path: dladdr may give it as run (argv[0]), not as a file to open. */
+static const char *self_exe(void)
+{
+	static char path[PATH_MAX];
+	static int done;
+	if (!done) {
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+		path[n > 0 ? n : 0] = '\0';
+		done = 1;
+	}
+	return path[0] ? path : NULL;
+}
+
+void cg_json_backtrace_where(struct cg_json *j, const char *key, void *const *pcs, int n)
+{
+	cg_json_arr(j, key);
+	for (int i = 0; i < n; i++) {
+		char where[PATH_MAX + 32];
+		Dl_info info;
+		uintptr_t pc = (uintptr_t)pcs[i] - 1;
+		if (dladdr((void *)pc, &info) == 0 || info.dli_fname == NULL) {
+			cg_json_arr_str(j, "");
+			continue;
+		}
+		const char *file = strchr(info.dli_fname, '/') ? info.dli_fname : self_exe();
+		snprintf(where, sizeof where, "%s+0x%llx", file ? file : info.dli_fname,
+		         (unsigned long long)(pc - (uintptr_t)info.dli_fbase));
+		cg_json_arr_str(j, where);
 	}
 	cg_json_arr_end(j);
 }

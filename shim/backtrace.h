@@ -13,4 +13,9 @@ int cg_backtrace_capture(void **pcs, int max, int skip);
  * the module offset addr2line wants. No file:line: that needs DWARF or an addr2line process. */
 void cg_json_backtrace(struct cg_json *j, const char *key, void *const *pcs, int n);
 
+/* "key":["/full/path/of/object+0xOFFSET", ...], one per frame of cg_json_backtrace: what
+ * `addr2line -e PATH 0xOFFSET` wants, so `cugraft report` can add file:line where the object has
+ * debug information (nothing is spent on it in the job). "" for a frame outside any object. */
+void cg_json_backtrace_where(struct cg_json *j, const char *key, void *const *pcs, int n);
+
 #endif

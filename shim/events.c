@@ -109,8 +109,10 @@ void cg_events_engine(void *be, const struct cg_event *ev)
 	if (ev->kind == CG_EV_FALLBACK && depth > 0) {
 		void *pcs[64];
 		int n = cg_backtrace_capture(pcs, depth < 64 ? depth : 64, 2);
-		if (n > 0)
+		if (n > 0) {
 			cg_json_backtrace(&j, "backtrace", pcs, n);
+			cg_json_backtrace_where(&j, "where", pcs, n);
+		}
 	}
 	if (cg_json_end(&j))
 		cg_report_emit(&j);

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "backend.h"
+#include "checks.h"
 #include "driver.h"
 #include "shim.h"
 #include "sig.h"
@@ -216,3 +217,21 @@ ATTR_HOOK(cuKernelSetAttribute, 2, (CUfunction_attribute attrib, int val, CUkern
 ATTR_HOOK(cuFuncSetCacheConfig, 3, (CUfunction hfunc, CUfunc_cache config), (hfunc, config), hfunc, 0, -1, config)
 ATTR_HOOK(cuKernelSetCacheConfig, 4, (CUkernel kernel, CUfunc_cache config, CUdevice dev),
           (kernel, config, dev), kernel, 0, dev, config)
+
+/* --- managed memory: CPU-offload style jobs migrate pages on demand; the work stays exact
+ * (allocation is a boundary), but the user should know where graphs meet paging. ---------- */
+CG_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	if (!cg_real[CG_E_cuMemAllocManaged] && (cg_driver_init(), !cg_real[CG_E_cuMemAllocManaged]))
+		return CUDA_ERROR_NOT_FOUND;
+	if (active()) {
+		static int said;
+		COUNT(cuMemAllocManaged);
+		cg_note_once(&said, "managed memory in use (cuMemAllocManaged): CPU-offload style paging "
+		             "stays correct under cugraft, but page faults inside replayed graphs cost "
+		             "as much as eagerly; prefer device memory in the hot loop");
+		cg_tl_api = "cuMemAllocManaged";
+		cg_boundary_all(CG_R_ALLOC);
+	}
+	return CG_REAL(cuMemAllocManaged)(dptr, bytesize, flags);
+}

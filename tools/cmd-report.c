@@ -8,6 +8,7 @@
 
 #include "cugraft.h"
 #include "reportfile.h"
+#include "srcline.h"
 #include "shim/options.h"
 
 /* 13000 -> "13.0"; strings as they are. */
@@ -160,9 +161,17 @@ static void cg_print_firsts(const struct cg_rfile *f)
 				break;
 			first = k + 1;
 		}
-		for (size_t k = first; bt && bt->type == JV_ARR && k < bt->n; k++)
-			if (jv_str(bt->items[k]))
-				printf("      %s %s\n", k > first ? "  " : "at", jv_str(bt->items[k]));
+		const struct jv *where = jv_get(e, "where");
+		for (size_t k = first; bt && bt->type == JV_ARR && k < bt->n; k++) {
+			if (!jv_str(bt->items[k]))
+				continue;
+			printf("      %s %s", k > first ? "  " : "at", jv_str(bt->items[k]));
+			char line[512];
+			if (where && where->type == JV_ARR && k < where->n &&
+			    cg_srcline(jv_str(where->items[k]), line, sizeof(line)))
+				printf("  %s", line);
+			printf("\n");
+		}
 	}
 	cg_counts_free(&seen);
 }

@@ -47,6 +47,14 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
   return CUDA_SUCCESS;
 }
 
+/* Managed memory is host memory here like everything else; the flags are not checked. */
+CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+  CG_ENTER(cuMemAllocManaged);
+  (void)flags;
+  return cuMemAlloc_v2(dptr, bytesize);
+}
+
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
   CG_ENTER(cuMemFree_v2);

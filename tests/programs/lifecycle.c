@@ -5,6 +5,7 @@
  *   --mode spin             the host spins on host-mapped memory a kernel writes (5 s timeout,
  *                           `spin timeout`, exit 3): only progress without a sync ends it
  *   --mode capture          the program captures a graph itself and launches it 10 times
+ *   --mode managed          the accumulator lives in managed memory (CPU-offload style)
  * Prints `checksum <hex>` (and `launches <n>` where the count is fixed). */
 #include "prog.h"
 #include <pthread.h>
@@ -53,6 +54,23 @@ static int exit_no_cleanup(void)
   }
   printf("checksum %016llx\nlaunches 100\n", h);
   return 0;  /* the last 50 launches are never synchronised */
+}
+
+/* CPU-offload style: the accumulator lives in managed memory. */
+static int managed(void)
+{
+  struct setup k = setup();
+  CUdeviceptr acc;
+  CK(cuMemAllocManaged(&acc, 8, CU_MEM_ATTACH_GLOBAL));
+  CK(cuMemsetD8(acc, 0, 8));
+  unsigned long long h = 14695981039346656037ULL;
+  for (int i = 0; i < 60; i++) {
+    for (int j = 0; j < 8; j++)
+      chain(&k, k.s, acc, (unsigned long long)(i * 8 + j));
+    h = prog_mix(h, read_acc(k.s, acc));
+  }
+  printf("checksum %016llx\nlaunches 480\n", h);
+  return 0;
 }
 
 static int ctx_destroy(void)
@@ -174,6 +192,7 @@ int main(int argc, char **argv)
   if (strcmp(mode, "thread-exit") == 0) return thread_exit(ctx);
   if (strcmp(mode, "spin") == 0) return spin();
   if (strcmp(mode, "capture") == 0) return capture();
-  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|capture\n");
+  if (strcmp(mode, "managed") == 0) return managed();
+  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|capture|managed\n");
   return 2;
 }

@@ -109,10 +109,17 @@ startup-checks) # expandable segments: NCCL_GRAPH_REGISTER=0 set and said; a use
   NCCL_GRAPH_REGISTER=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True shim s2 "$progs/fourway" --iters 5
   grep -q '"startup_checks":\[\]' "$tmp/s2.jsonl" || fail "a user's NCCL_GRAPH_REGISTER was overridden"
   ;;
-backtrace) # first occurrences carry a host backtrace reaching the program's own function
+backtrace) # first occurrences carry a host backtrace reaching the program's own function, and
+           # `cugraft report` adds its source line (the program has debug information)
   shim s "$progs/fourway" --iters 10
   grep '"event":"fallback"' "$tmp/s.jsonl" | grep -q '"backtrace":\[[^]]*main+0x[0-9a-f]* (fourway)' ||
     fail "no fallback backtrace names fourway's main: $(grep -m1 backtrace "$tmp/s.jsonl" | cut -c1-400)"
+  if command -v addr2line > /dev/null; then
+    "$(dirname "$lib")/../tools/cugraft" report "$tmp/s.jsonl" > "$tmp/rendered" 2>&1 ||
+      fail "cugraft report cannot read the shim's own report: $(grep -m3 . "$tmp/rendered")"
+    grep -q 'main+0x[0-9a-f]* (fourway)  .*fourway\.c:[0-9]' "$tmp/rendered" ||
+      fail "the rendered report gives no fourway.c line: $(grep -m2 'fourway' "$tmp/rendered")"
+  fi
   ;;
 scope) # CUGRAFT_SCOPE: excluded kernels, memops and streams run eagerly, in order
   eager e "$progs/fourway" --iters 30
@@ -143,6 +150,12 @@ thread-exit) # exit() from a second thread mid-launch: how much ran first is tim
   shim s "$progs/lifecycle" --mode "$case_name"
   [ "$(cat "$tmp/s.rc")" = 0 ] || fail "exited $(cat "$tmp/s.rc"): $(tail -3 "$tmp/s.err")"
   grep -q '"event":"summary"' "$tmp/s.jsonl" || fail "no summary in the report"
+  ;;
+managed) # managed memory (CPU-offload style): exact, and noted once in the report
+  eager e "$progs/lifecycle" --mode managed
+  shim s "$progs/lifecycle" --mode managed
+  same_result e s; same_work e s
+  [ "$(grep -c '"event":"note".*managed memory' "$tmp/s.jsonl")" = 1 ] || fail "managed memory not noted once"
   ;;
 spin) # a host thread spins on memory a deferred kernel writes: the flusher must submit it
   shim s "$progs/lifecycle" --mode spin
