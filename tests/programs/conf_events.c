@@ -6,20 +6,12 @@
  * usage: conf_events [--iters N] */
 #include "prog.h"
 #include <stdio.h>
-#include <stdlib.h>
 
 enum { N = 1024 };
 
-static void launch(CUfunction f, int n, CUstream s, void **params)
-{
-  unsigned block = n > 0 ? 256 : 1, grid = n > 0 ? (unsigned)(n + 255) / 256 : 1;
-  CK(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL));
-}
-
 int main(int argc, char **argv)
 {
-  const char *iters_opt = prog_opt(argc, argv, "--iters");
-  int iters = iters_opt ? atoi(iters_opt) : 40;
+  int iters = prog_iters(argc, argv, 40);
   prog_init();
   CUmodule mod = prog_module();
   CUfunction chain = prog_fn(mod, "cg_chain"), mix = prog_fn(mod, "cg_step_mix"),
@@ -64,14 +56,14 @@ int main(int argc, char **argv)
          *flag_p[] = { &dflag, &mark };
 
     CK(cuEventRecord(t0, a));
-    launch(mix, N, a, mix_p);
-    launch(scale, N, a, scale_a);
+    prog_launch(mix, N, a, mix_p);
+    prog_launch(scale, N, a, scale_a);
     for (int k = 0; k < 4; k++, tag++) {
-      launch(chain, 0, a, chain_a);
+      prog_launch(chain, 0, a, chain_a);
       if (k == it % 5) {  /* a progress marker at a moving position, seen through an event */
         int progress = it * 8 + k;
         void *progress_p[] = { &dflag_a, &progress };
-        launch(flag, 0, a, progress_p);
+        prog_launch(flag, 0, a, progress_p);
         CK(cuEventRecord(mid, a));
         while ((q = cuEventQuery(mid)) == CUDA_ERROR_NOT_READY) {}
         CK(q);
@@ -81,10 +73,10 @@ int main(int argc, char **argv)
     CK(cuEventRecord(produced, a));
 
     CK(cuStreamWaitEvent(b, produced, 0));
-    launch(axpy, N, b, axpy_p);   /* reads A's xa: only the event orders it */
-    launch(scale, N, b, scale_b);
-    for (int k = 0; k < 4; k++, tag++) launch(chain, 0, b, chain_b);
-    launch(flag, 0, b, flag_p);
+    prog_launch(axpy, N, b, axpy_p);   /* reads A's xa: only the event orders it */
+    prog_launch(scale, N, b, scale_b);
+    for (int k = 0; k < 4; k++, tag++) prog_launch(chain, 0, b, chain_b);
+    prog_launch(flag, 0, b, flag_p);
     CK(cuEventRecord(t1, b));
 
     /* The host learns B is done only from the event; the flag must be there already. */

@@ -18,16 +18,9 @@ static void CUDA_CB record(void *user)
   s->values[s->n++] = *s->counter;
 }
 
-static void launch(CUfunction f, int n, CUstream s, void **params)
-{
-  unsigned block = n > 0 ? 256 : 1, grid = n > 0 ? (unsigned)(n + 255) / 256 : 1;
-  CK(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL));
-}
-
 int main(int argc, char **argv)
 {
-  const char *iters_opt = prog_opt(argc, argv, "--iters");
-  int iters = iters_opt ? atoi(iters_opt) : 40;
+  int iters = prog_iters(argc, argv, 40);
   prog_init();
   CUmodule mod = prog_module();
   CUfunction chain = prog_fn(mod, "cg_chain"), mix = prog_fn(mod, "cg_step_mix"),
@@ -55,13 +48,13 @@ int main(int argc, char **argv)
          *chain_p[] = { &acc, &tag }, *before_p[] = { &dcounter, &before },
          *after_p[] = { &dcounter, &after };
 
-    launch(mix, N, s, mix_p);
-    for (int k = 0; k < 4; k++, tag++) launch(chain, 0, s, chain_p);
-    launch(flag, 0, s, before_p);
+    prog_launch(mix, N, s, mix_p);
+    for (int k = 0; k < 4; k++, tag++) prog_launch(chain, 0, s, chain_p);
+    prog_launch(flag, 0, s, before_p);
     CK(cuLaunchHostFunc(s, record, &seen));
-    launch(flag, 0, s, after_p);
-    launch(scale, N, s, scale_p);
-    for (int k = 0; k < 4; k++, tag++) launch(chain, 0, s, chain_p);
+    prog_launch(flag, 0, s, after_p);
+    prog_launch(scale, N, s, scale_p);
+    for (int k = 0; k < 4; k++, tag++) prog_launch(chain, 0, s, chain_p);
     CK(cuStreamSynchronize(s));
   }
   unsigned long long h = 14695981039346656037ULL;

@@ -5,20 +5,12 @@
  * stream shares nothing with the others. Prints `checksum <hex>`. usage: conf_legacy [--iters N] */
 #include "prog.h"
 #include <stdio.h>
-#include <stdlib.h>
 
 enum { N = 1024 };
 
-static void launch(CUfunction f, int n, CUstream s, void **params)
-{
-  unsigned block = n > 0 ? 256 : 1, grid = n > 0 ? (unsigned)(n + 255) / 256 : 1;
-  CK(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL));
-}
-
 int main(int argc, char **argv)
 {
-  const char *iters_opt = prog_opt(argc, argv, "--iters");
-  int iters = iters_opt ? atoi(iters_opt) : 40;
+  int iters = prog_iters(argc, argv, 40);
   prog_init();
   CUmodule mod = prog_module();
   CUfunction chain = prog_fn(mod, "cg_chain"), mix = prog_fn(mod, "cg_step_mix"),
@@ -48,17 +40,17 @@ int main(int argc, char **argv)
          *x_from_z[] = { &x, &z, &eighth, &n }, *chain_p[] = { &acc, &tag },
          *mix_w[] = { &w, &n, &nb_step }, *chain_nb[] = { &acc_nb, &tag };
 
-    launch(mix, N, 0, mix_x);                          /* legacy: x */
-    for (int k = 0; k < 2; k++, tag++) launch(chain, 0, 0, chain_p);
-    launch(axpy, N, blocking, z_from_x);               /* blocking: z += x/2, after legacy */
-    launch(scale, N, blocking, scale_z);
-    for (int k = 0; k < 2; k++, tag++) launch(chain, 0, blocking, chain_p);
-    launch(axpy, N, 0, x_from_z);                      /* legacy: x += z/8, after blocking */
-    launch(scale, N, 0, scale_x);
-    launch(mix, N, nonblocking, mix_w);                /* non-blocking: its own buffers */
-    for (int k = 0; k < 3; k++, tag++) launch(chain, 0, nonblocking, chain_nb);
-    launch(axpy, N, blocking, z_from_x);               /* blocking again, after legacy */
-    for (int k = 0; k < 2; k++, tag++) launch(chain, 0, blocking, chain_p);
+    prog_launch(mix, N, 0, mix_x);                          /* legacy: x */
+    for (int k = 0; k < 2; k++, tag++) prog_launch(chain, 0, 0, chain_p);
+    prog_launch(axpy, N, blocking, z_from_x);               /* blocking: z += x/2, after legacy */
+    prog_launch(scale, N, blocking, scale_z);
+    for (int k = 0; k < 2; k++, tag++) prog_launch(chain, 0, blocking, chain_p);
+    prog_launch(axpy, N, 0, x_from_z);                      /* legacy: x += z/8, after blocking */
+    prog_launch(scale, N, 0, scale_x);
+    prog_launch(mix, N, nonblocking, mix_w);                /* non-blocking: its own buffers */
+    for (int k = 0; k < 3; k++, tag++) prog_launch(chain, 0, nonblocking, chain_nb);
+    prog_launch(axpy, N, blocking, z_from_x);               /* blocking again, after legacy */
+    for (int k = 0; k < 2; k++, tag++) prog_launch(chain, 0, blocking, chain_p);
     CK(cuCtxSynchronize());
     unsigned long long a;
     CK(cuMemcpyDtoH(&a, acc, sizeof a));

@@ -5,17 +5,10 @@
  * Prints `checksum <hex>`. usage: conf_shapes [--iters N] */
 #include "prog.h"
 #include <stdio.h>
-#include <stdlib.h>
 
 enum { N = 1024 };
 
 struct k { CUfunction chain, mix, scale, axpy, fill; CUstream s; CUdeviceptr x, y, acc, log; };
-
-static void launch(CUfunction f, int n, CUstream s, void **params)
-{
-  unsigned block = n > 0 ? 256 : 1, grid = n > 0 ? (unsigned)(n + 255) / 256 : 1;
-  CK(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL));
-}
 
 /* One training-like step over n elements; `last` swaps the axpy for a fill. */
 static void step(const struct k *k, int it, int n, int last)
@@ -25,13 +18,13 @@ static void step(const struct k *k, int it, int n, int last)
   void *mix_p[] = { (void *)&k->x, &n, &st }, *scale_p[] = { (void *)&k->x, &half, &n },
        *axpy_p[] = { (void *)&k->y, (void *)&k->x, &quarter, &n },
        *fill_p[] = { (void *)&k->y, &v, &n }, *chain_p[] = { (void *)&k->acc, &tag };
-  launch(k->mix, n, k->s, mix_p);
-  launch(k->scale, n, k->s, scale_p);
-  for (int i = 0; i < 3; i++, tag++) launch(k->chain, 0, k->s, chain_p);
-  if (last) launch(k->fill, n, k->s, fill_p);
-  else launch(k->axpy, n, k->s, axpy_p);
-  launch(k->mix, n, k->s, mix_p);
-  for (int i = 0; i < 3; i++, tag++) launch(k->chain, 0, k->s, chain_p);
+  prog_launch(k->mix, n, k->s, mix_p);
+  prog_launch(k->scale, n, k->s, scale_p);
+  for (int i = 0; i < 3; i++, tag++) prog_launch(k->chain, 0, k->s, chain_p);
+  if (last) prog_launch(k->fill, n, k->s, fill_p);
+  else prog_launch(k->axpy, n, k->s, axpy_p);
+  prog_launch(k->mix, n, k->s, mix_p);
+  for (int i = 0; i < 3; i++, tag++) prog_launch(k->chain, 0, k->s, chain_p);
 }
 
 static unsigned long long sync_read(const struct k *k, unsigned long long h)
@@ -44,8 +37,7 @@ static unsigned long long sync_read(const struct k *k, unsigned long long h)
 
 int main(int argc, char **argv)
 {
-  const char *iters_opt = prog_opt(argc, argv, "--iters");
-  int iters = iters_opt ? atoi(iters_opt) : 50;
+  int iters = prog_iters(argc, argv, 50);
   prog_init();
   CUmodule mod = prog_module();
   struct k k = { .chain = prog_fn(mod, "cg_chain"), .mix = prog_fn(mod, "cg_step_mix"),
@@ -76,8 +68,8 @@ int main(int argc, char **argv)
       float ten = 10.f;
       int n = N;
       void *log_p[] = { &k.log, &tag }, *scale_p[] = { &k.y, &ten, &n };
-      launch(k.chain, 0, k.s, log_p);
-      launch(k.scale, N, k.s, scale_p);
+      prog_launch(k.chain, 0, k.s, log_p);
+      prog_launch(k.scale, N, k.s, scale_p);
     }
     step(&k, it + 1000, N, 0);
     h = sync_read(&k, h);

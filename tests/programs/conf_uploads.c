@@ -11,16 +11,9 @@
 
 enum { N = 1024, LOSS = 4 };
 
-static void launch(CUfunction f, int n, CUstream s, void **params)
-{
-  unsigned block = n > 0 ? 256 : 1, grid = n > 0 ? (unsigned)(n + 255) / 256 : 1;
-  CK(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL));
-}
-
 int main(int argc, char **argv)
 {
-  const char *iters_opt = prog_opt(argc, argv, "--iters");
-  int iters = iters_opt ? atoi(iters_opt) : 40;
+  int iters = prog_iters(argc, argv, 40);
   prog_init();
   CUmodule mod = prog_module();
   CUfunction mix = prog_fn(mod, "cg_step_mix"), scale = prog_fn(mod, "cg_scale_f32"),
@@ -53,14 +46,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < N; i++) pinned[i] = (float)((it * 11 + i * 3) % 53) / 8.f;
     CK(cuMemcpyHtoDAsync(in_pinned, pinned, N * sizeof(float), s));
 
-    launch(mix, N, s, mix_p);
-    launch(axpy, N, s, pageable_p);
-    launch(axpy, N, s, pinned_p);
+    prog_launch(mix, N, s, mix_p);
+    prog_launch(axpy, N, s, pageable_p);
+    prog_launch(axpy, N, s, pinned_p);
     if (it % 4 == 3)  /* a metric read every 4th step, mid-step: w is overwritten right after */
       CK(cuMemcpyDtoHAsync(metric, w, LOSS * sizeof(float), s));
-    launch(scale, N, s, scale_p);
-    launch(mix, N, s, mix_p);
-    launch(scale, N, s, scale_p);
+    prog_launch(scale, N, s, scale_p);
+    prog_launch(mix, N, s, mix_p);
+    prog_launch(scale, N, s, scale_p);
     CK(cuMemcpyDtoHAsync(loss, w + (CUdeviceptr)(it % (N / LOSS)) * LOSS * sizeof(float),
                          LOSS * sizeof(float), s));
     CK(cuStreamSynchronize(s));

@@ -80,3 +80,15 @@ int prog_flag(int argc, char **argv, const char *name)
     if (strcmp(argv[i], name) == 0) return 1;
   return 0;
 }
+
+int prog_iters(int argc, char **argv, int def)
+{
+  const char *v = prog_opt(argc, argv, "--iters");
+  return v ? atoi(v) : def;
+}
+
+void prog_launch(CUfunction f, int n, CUstream s, void **params)
+{
+  unsigned block = n > 0 ? 256 : 1, grid = n > 0 ? (unsigned)(n + 255) / 256 : 1;
+  CK(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL));
+}

@@ -25,3 +25,7 @@ unsigned long long prog_mix_device(unsigned long long h, CUdeviceptr p, size_t n
 const char *prog_opt(int argc, char **argv, const char *name);
 /* `--name` present in argv. */
 int prog_flag(int argc, char **argv, const char *name);
+/* `--iters N`, or `def`. */
+int prog_iters(int argc, char **argv, int def);
+/* Launch over n elements (256-thread blocks; one thread when n <= 0), parameters given. */
+void prog_launch(CUfunction f, int n, CUstream s, void **params);
