@@ -2,6 +2,7 @@
  * tiny kernel (cuLaunchKernel, PTX module) on a created stream; one kernel in ten gets a
  * by-value scalar that changes every iteration. --graph: the hand-made graph reference. */
 #include "checksum.h"
+#include "mb_args.h"
 #include "hand_graph.h"
 
 #include <stdio.h>
@@ -20,34 +21,11 @@ static double now_us(void)
     return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
-static void usage(const char *prog)
-{
-    fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph]\n",
-            prog);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
-    int kernels = 1000, blocks = 16, iters = 100, warmup = 5, sync_each = 0, use_graph = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
-            kernels = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
-            blocks = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
-            iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
-            warmup = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--sync"))
-            sync_each = 1;
-        else if (!strcmp(argv[i], "--graph"))
-            use_graph = 1;
-        else
-            usage(argv[0]);
-    }
-    if (kernels < 1 || blocks < 1 || iters < 1 || warmup < 1)
-        usage(argv[0]);
+    const struct mb_args opt = mb_parse(argc, argv);
+    const int kernels = opt.kernels, blocks = opt.blocks, iters = opt.iters, warmup = opt.warmup;
+    const int sync_each = opt.sync_each, use_graph = opt.use_graph;
     int n = blocks * BLOCK;
 
     CUdevice dev;

@@ -2,6 +2,8 @@
 // launches of a tiny kernel on a created stream; one kernel in ten gets a by-value scalar that
 // changes every iteration. --graph: capture one iteration by hand, patch those nodes, replay.
 #include "checksum.h"
+#include "mb_args.h"
+#include "capture_rt.h"
 #include "mb_kernels.cu"
 
 #include <cuda_runtime.h>
@@ -32,48 +34,11 @@ static double now_us(void)
 static float scalar_a(int k, int it) { return k % 10 == 0 ? 0.5f + 0.0625f * (float)(it % 8) : 0.99f; }
 static float scalar_b(int k) { return 0.001f * (float)(k % 13); }
 
-// The node a launch just added to a capture is the stream's only capture dependency.
-static cudaGraphNode_t last_captured(cudaStream_t s)
-{
-    cudaStreamCaptureStatus status;
-    const cudaGraphNode_t *deps = NULL;
-    size_t n = 0;
-    CHECK(cudaStreamGetCaptureInfo(s, &status, NULL, NULL, &deps, NULL, &n));
-    if (status != cudaStreamCaptureStatusActive || n != 1) {
-        fprintf(stderr, "error: capture lost track of its last node\n");
-        exit(1);
-    }
-    return deps[0];
-}
-
-static void usage(const char *prog)
-{
-    fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph]\n",
-            prog);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
-    int kernels = 1000, blocks = 16, iters = 100, warmup = 5, sync_each = 0, use_graph = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
-            kernels = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
-            blocks = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
-            iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
-            warmup = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--sync"))
-            sync_each = 1;
-        else if (!strcmp(argv[i], "--graph"))
-            use_graph = 1;
-        else
-            usage(argv[0]);
-    }
-    if (kernels < 1 || blocks < 1 || iters < 1 || warmup < 1)
-        usage(argv[0]);
+    const struct mb_args opt = mb_parse(argc, argv);
+    const int kernels = opt.kernels, blocks = opt.blocks, iters = opt.iters, warmup = opt.warmup;
+    const int sync_each = opt.sync_each, use_graph = opt.use_graph;
     int n = blocks * BLOCK;
 
     cudaStream_t s;
@@ -101,7 +66,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < kernels; k++) {
                 mb_axb<<<blocks, BLOCK, 0, s>>>(p, scalar_a(k, it), scalar_b(k), n);
                 if (capture && k % 10 == 0)
-                    varying.push_back(last_captured(s));
+                    varying.push_back(wl_last_captured(s));
             }
             CHECK(cudaGetLastError());
             if (capture) {

@@ -3,6 +3,7 @@
 // clipping and AdamW over 130 parameter tensors (~270 launches a step, no atomics anywhere).
 // --graph: the hand-made reference, one training step captured once and patched per step.
 #include "checksum.h"
+#include "capture_rt.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -257,19 +258,6 @@ struct hand_graph {
     std::vector<cudaGraphNode_t> adam_nodes;
 };
 
-static cudaGraphNode_t last_captured(cudaStream_t s)
-{
-    cudaStreamCaptureStatus status;
-    const cudaGraphNode_t *deps = NULL;
-    size_t n = 0;
-    CHECK(cudaStreamGetCaptureInfo(s, &status, NULL, NULL, &deps, NULL, &n));
-    if (status != cudaStreamCaptureStatusActive || n != 1) {
-        fprintf(stderr, "error: capture lost track of its last node\n");
-        exit(1);
-    }
-    return deps[0];
-}
-
 static void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, void *func, unsigned grid, void **args)
 {
     cudaKernelNodeParams kp = {};
@@ -285,7 +273,7 @@ static void train_step(model &md, const adam_hparams &hp, unsigned long long ste
 {
     gen_batch<<<blocks_for(B * I), THREADS, 0, s>>>(md.x, md.labels, step);
     if (hg)
-        hg->batch_node = last_captured(s);
+        hg->batch_node = wl_last_captured(s);
     gemm_run(md.fwd1, md.hpre, md.x, md.w1, s);
     bias_gelu<<<blocks_for(B * H), THREADS, 0, s>>>(md.hpre, md.h, md.b1, B, H);
     gemm_run(md.fwd2, md.logits, md.h, md.w2, s);
@@ -305,7 +293,7 @@ static void train_step(model &md, const adam_hparams &hp, unsigned long long ste
         adamw<<<blocks_for(t.n), THREADS, 0, s>>>(md.params + t.off, md.grads + t.off, md.m + t.off, md.v + t.off,
                                                   md.clip, t.n, hp.lr, hp.beta1, hp.beta2, hp.eps, hp.wd, bc1, bc2);
         if (hg)
-            hg->adam_nodes.push_back(last_captured(s));
+            hg->adam_nodes.push_back(wl_last_captured(s));
     }
     CHECK(cudaGetLastError());
 }

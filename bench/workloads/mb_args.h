@@ -1,0 +1,40 @@
+/* The command line of both micro-benchmarks (mb_driver.c, mb_runtime.cu): one parser, so the
+ * driver-API and runtime-API runs of a bench/run row always mean the same work. */
+#ifndef BENCH_MB_ARGS_H
+#define BENCH_MB_ARGS_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mb_args {
+    int kernels, blocks, iters, warmup, sync_each, use_graph;
+};
+
+static inline struct mb_args mb_parse(int argc, char **argv)
+{
+    struct mb_args a = { 1000, 16, 100, 5, 0, 0 };
+    int ok = 1;
+    for (int i = 1; i < argc && ok; i++) {
+        if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
+            a.kernels = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
+            a.blocks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+            a.iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
+            a.warmup = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sync"))
+            a.sync_each = 1;
+        else if (!strcmp(argv[i], "--graph"))
+            a.use_graph = 1;
+        else
+            ok = 0;
+    }
+    if (!ok || a.kernels < 1 || a.blocks < 1 || a.iters < 1 || a.warmup < 1) {
+        fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph]\n",
+                argv[0]);
+        exit(2);
+    }
+    return a;
+}
+#endif
