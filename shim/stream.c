@@ -122,8 +122,9 @@ struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
 		s = create_locked(h, ctx, k);
 	pthread_mutex_unlock(&registry);
 	if (s) {
+		/* Keyed as looked up: a created stream's context is not part of its key. */
 		tl_cache[way].h = key;
-		tl_cache[way].ctx = ctx;
+		tl_cache[way].ctx = k == CREATED ? NULL : ctx;
 		tl_cache[way].s = s;
 		tl_cache[way].gen = gen;
 	}
