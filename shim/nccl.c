@@ -10,6 +10,11 @@
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #include <nccl.h>
 #pragma GCC diagnostic pop
+#ifndef NCCL_REVOKE_DEFAULT
+/* nccl.h before 2.28.9 (e.g. 2.28.3 in /usr/include on the H200 machine) lacks it; a newer
+ * libnccl at run time has it, and it must still be wrapped. */
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
+#endif
 
 #include "driver.h"
 #include "events.h"
@@ -109,10 +114,11 @@ static bool enter(enum cg_nccl_entry e, enum kind k, CUstream stream)
 	atomic_fetch_add_explicit(&calls[e], 1, memory_order_relaxed);
 	switch (k) {
 	case K_COLLECTIVE:
+		/* Always at the call: NCCL enqueues a one-rank collective right here, even inside a
+		 * group (ncclLaunchOneRank); the group end submits what was launched after it. */
+		cg_boundary_stream(stream, false, CG_R_COLLECTIVE);
 		if (tl_group.depth > 0)
 			group_add(stream);
-		else
-			cg_boundary_stream(stream, false, CG_R_COLLECTIVE);
 		break;
 	case K_GROUP:
 		if (e == CG_N_ncclGroupStart)

@@ -1,6 +1,7 @@
 /* A CPU libnccl.so.2 for the shim tests, one rank per communicator. Like NCCL it launches its
  * work as a kernel from inside the call (cuLaunchKernelEx with `extra`, fetched through
- * cuGetProcAddress_v2 as cudart does), on the collective's stream, at the outermost group end.
+ * cuGetProcAddress_v2 as cudart does), on the collective's stream: at the call for a one-rank
+ * communicator (NCCL's ncclLaunchOneRank, even inside a group), else at the outermost group end.
  * The data then moves on the host: the fake driver's device memory is host memory and it runs
  * everything at submission, so what this reads is exactly what the stream's earlier work wrote. */
 #define _GNU_SOURCE
@@ -22,7 +23,7 @@ ncclResult_t ncclGroupEnd(void);
 
 #define TAG 0x6e63636cULL /* "nccl": the constant NCCL's kernel mixes into its accumulator */
 
-struct ncclComm { int rank; };
+struct ncclComm { int rank, nranks; };
 
 static atomic_ullong stat_allreduce, stat_internal_launches;
 
@@ -114,7 +115,7 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
 	if (!comm || !size || (unsigned)op >= ncclNumOps || !sendbuff || !recvbuff)
 		return ncclInvalidArgument;
 	struct allreduce a = { sendbuff, recvbuff, count * size, (CUstream)stream };
-	if (group.depth == 0)
+	if (group.depth == 0 || comm->nranks == 1) /* NCCL launches one-rank work at the call */
 		return run(&a);
 	if (group.n == GROUP_MAX)
 		return ncclInvalidUsage;
@@ -151,6 +152,7 @@ static ncclResult_t comm_new(ncclComm_t *comm, int nranks, int rank)
 		return r;
 	if (!(*comm = calloc(1, sizeof(**comm))))
 		return ncclSystemError;
+	(*comm)->nranks = nranks;
 	return ncclSuccess;
 }
 

@@ -1,8 +1,9 @@
 /* ncclloop: a data-parallel step around a 1-rank NCCL all-reduce. Per iteration on a created
  * stream: 10 kernels computing a "gradient" g, ncclAllReduce(g -> r, sum, float), 3 kernels that
  * read r, one stream sync and a DtoH read. --group puts the all-reduce in a group with one more
- * kernel (g *= 2) before ncclGroupEnd: NCCL launches at the group end, so that write is what gets
- * reduced. --dlsym calls ncclAllReduce through dlsym on a libnccl handle, as frameworks that
+ * kernel (g *= 2) before ncclGroupEnd: with one rank NCCL enqueues its copy at the call, so that
+ * write must NOT be reduced (a shim that holds the earlier kernels back to the group end gets
+ * this wrong; measured on the H200). --dlsym calls ncclAllReduce through dlsym on a libnccl handle, as frameworks that
  * load NCCL themselves do. Prints `checksum <hex>` and `launches <n>` (this program's own). */
 #include "prog.h"
 #include <dlfcn.h>
