@@ -14,7 +14,10 @@ fail() { echo "FAIL $*"; status=1; }
 field() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 summary() { python3 -c '
 import json, sys
-s = [json.loads(l) for l in open(sys.argv[1]) if "\"summary\"" in l][-1]
+try:
+    s = ([json.loads(l) for l in open(sys.argv[1]) if "\"summary\"" in l] or [{}])[-1]
+except OSError:
+    s = {}
 out = []
 for key in sys.argv[2:]:
     v = s
@@ -56,6 +59,19 @@ if want conf; then
   for c in events hostfunc uploads shapes legacy; do
     [ -x "$progs/conf_$c" ] || continue
     SHIM_ENV="CUGRAFT_AUDIT=1" run conf-$c "$progs/conf_$c"; compare conf-$c checksum
+  done
+fi
+if want conf-gpu; then
+  # runtime-API conformance programs (tests/gpu/conf): same exit status and identical checksum
+  # lines eager and under the shim (a program that aborts on purpose must abort the same way)
+  for p in "$build"/tests/gpu/conf/conf-*; do
+    [ -x "$p" ] && [ -f "$p" ] || continue
+    n=$(basename "$p")
+    SHIM_ENV="CUGRAFT_AUDIT=1" run "$n" "$p"
+    e=$(cat "$out/$n.eager.rc") s=$(cat "$out/$n.shim.rc")
+    if [ "$e" != "$s" ]; then fail "$n: exit $e eager, $s under the shim: $(tail -n 2 "$out/$n.shim.err")"; continue; fi
+    [ "$e" = 0 ] || { echo "0" > "$out/$n.eager.rc"; echo "0" > "$out/$n.shim.rc"; echo "   $n exits $e both ways"; }
+    compare "$n" checksum
   done
 fi
 if want threads; then
