@@ -87,7 +87,8 @@ def main():
     ap.add_argument("--model", choices=["mlp", "transformer"], required=True)
     ap.add_argument("--mode", choices=["eager", "graph", "compile", "compile-ro"], default="eager")
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--out", required=True, help="file for the per-step losses")
+    ap.add_argument("--out", required=True, help="file for the per-step losses (rank > 0: .rankN added)")
+    ap.add_argument("--ddp", action="store_true", help="DistributedDataParallel, NCCL backend")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("error: train_torch.py needs a CUDA GPU (torch.cuda.is_available() is False)")
@@ -101,9 +102,22 @@ def main():
         # Filling every torch.empty with NaN would add kernels no real job runs.
         torch.utils.deterministic.fill_uninitialized_memory = False
 
+    rank, world = 0, 1
     dev = torch.device("cuda")
+    if args.ddp:
+        import torch.distributed as dist
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29517")
+        rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
+        if args.mode == "graph":
+            sys.exit("error: --ddp with --mode graph is not supported here")
     model = (MLP() if args.model == "mlp" else Transformer()).to(dev).train()
     xs, ys = make_batches(args.model, dev)
+    if args.ddp:
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index], bucket_cap_mb=1)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01,
                             capturable=args.mode == "graph")
     if args.mode == "compile":
@@ -118,7 +132,8 @@ def main():
     else:
         def step(i):
             opt.zero_grad(set_to_none=True)
-            loss = fwd(xs[i % N_BATCHES], ys[i % N_BATCHES])
+            b = (i * world + rank) % N_BATCHES
+            loss = fwd(xs[b], ys[b])
             loss.backward()
             opt.step()
             return loss.item()
@@ -132,8 +147,10 @@ def main():
     if t0 is None:
         sys.exit("error: --steps must exceed the %d warmup steps" % WARMUP_STEPS)
     step_ms = (time.perf_counter() - t0) * 1e3 / (args.steps - WARMUP_STEPS)
-    with open(args.out, "w") as f:
+    with open(args.out + (".rank%d" % rank if rank else ""), "w") as f:
         f.writelines(repr(v) + "\n" for v in losses)
+    if args.ddp:
+        torch.distributed.destroy_process_group()
     print("step_ms %.4f" % step_ms)
     print("iter_us %.3f" % (step_ms * 1e3))
 
