@@ -41,6 +41,13 @@ compare() { # NAME KEY: both exited 0, lines starting with KEY identical
   echo "ok $n: identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen | \
     awk '{printf "launches %s graph_launches %s replayed %s eager %s escaped %s cupti_launches %s", $1,$2,$3,$4,$5,$6}')"
 }
+compare_exit() { # NAME: the same exit status both ways (a program may abort on purpose), then compare
+  local n=$1 e s
+  e=$(cat "$out/$n.eager.rc") s=$(cat "$out/$n.shim.rc")
+  if [ "$e" != "$s" ]; then fail "$n: exit $e eager, $s under the shim: $(tail -n 2 "$out/$n.shim.err")"; return; fi
+  [ "$e" = 0 ] || { echo 0 > "$out/$n.eager.rc"; echo 0 > "$out/$n.shim.rc"; echo "   $n exits $e both ways"; }
+  compare "$n" checksum
+}
 want() { [ -z "${CHECKS:-}" ] || [[ " $CHECKS " == *" $1 "* ]]; }
 CHECKS="$*"
 
@@ -52,13 +59,35 @@ if want nccl && [ -x "$progs/ncclloop" ]; then
   # 1-rank NCCL communicator: all-reduce between compute kernels (NCCL's own launches pass through)
   SHIM_ENV="CUGRAFT_AUDIT=1" run nccl "$progs/ncclloop" --iters 100; compare nccl checksum
   SHIM_ENV="CUGRAFT_AUDIT=1" run nccl-group "$progs/ncclloop" --iters 100 --group; compare nccl-group checksum
+  # the opt-in scope: collectives graphed after a vote on a communicator split from the program's
+  for m in "" --group; do
+    SHIM_ENV="CUGRAFT_AUDIT=1 CUGRAFT_SCOPE=+collectives" run nccl-coll$m "$progs/ncclloop" --iters 100 $m
+    compare nccl-coll$m checksum
+    echo "   nccl-coll$m: $(summary "$out/nccl-coll$m.jsonl" collectives_graphed votes.held votes.agreed votes.declined votes.timed_out | \
+      awk '{printf "collectives_graphed %s votes held %s agreed %s declined %s timed_out %s", $1,$2,$3,$4,$5}')"
+  done
+fi
+if want ddp; then
+  # PyTorch DDP, world size 1, NCCL backend: losses identical in the default and collectives scope
+  for scope in default +collectives; do
+    n=ddp-${scope#+}
+    args="$root/bench/train_torch.py --model transformer --steps 100 --ddp"
+    timeout 300 python3 $args --out "$out/$n.eager.loss" > "$out/$n.eager.out" 2>&1; echo $? > "$out/$n.eager.rc"
+    env CUGRAFT_REPORT="$out/$n.jsonl" CUGRAFT_AUDIT=1 $([ $scope = default ] || echo CUGRAFT_SCOPE=$scope) LD_PRELOAD="$lib" \
+      timeout 300 python3 $args --out "$out/$n.shim.loss" > "$out/$n.shim.out" 2>&1; echo $? > "$out/$n.shim.rc"
+    if [ "$(cat "$out/$n.eager.rc")$(cat "$out/$n.shim.rc")" = 00 ] && cmp -s "$out/$n.eager.loss" "$out/$n.shim.loss"; then
+      echo "ok $n: losses identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches collectives.ncclAllReduce collectives_graphed); step eager $(grep step_ms "$out/$n.eager.out") shim $(grep step_ms "$out/$n.shim.out")"
+    else
+      fail "$n: rc $(cat "$out/$n.eager.rc")/$(cat "$out/$n.shim.rc") $(tail -n 3 "$out/$n.shim.out")"
+    fi
+  done
 fi
 if want conf; then
   # conformance programs (CPU twins in the cpu suite): events, host functions, uploads, shapes,
-  # legacy-stream ordering
-  for c in events hostfunc uploads shapes legacy; do
+  # legacy-stream ordering, fork, a crash mid-iteration
+  for c in events hostfunc uploads shapes legacy fork crash; do
     [ -x "$progs/conf_$c" ] || continue
-    SHIM_ENV="CUGRAFT_AUDIT=1" run conf-$c "$progs/conf_$c"; compare conf-$c checksum
+    SHIM_ENV="CUGRAFT_AUDIT=1" run conf-$c "$progs/conf_$c"; compare_exit conf-$c
   done
 fi
 if want conf-gpu; then
@@ -67,11 +96,7 @@ if want conf-gpu; then
   for p in "$build"/tests/gpu/conf/conf-*; do
     [ -x "$p" ] && [ -f "$p" ] || continue
     n=$(basename "$p")
-    SHIM_ENV="CUGRAFT_AUDIT=1" run "$n" "$p"
-    e=$(cat "$out/$n.eager.rc") s=$(cat "$out/$n.shim.rc")
-    if [ "$e" != "$s" ]; then fail "$n: exit $e eager, $s under the shim: $(tail -n 2 "$out/$n.shim.err")"; continue; fi
-    [ "$e" = 0 ] || { echo "0" > "$out/$n.eager.rc"; echo "0" > "$out/$n.shim.rc"; echo "   $n exits $e both ways"; }
-    compare "$n" checksum
+    SHIM_ENV="CUGRAFT_AUDIT=1" run "$n" "$p"; compare_exit "$n"
   done
 fi
 if want threads; then
