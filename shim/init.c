@@ -102,10 +102,17 @@ static void start_flusher(void)
 }
 
 /* A child of fork() cannot use the parent's CUDA state, and another thread may have held one
- * of our locks at the fork: the child's shim becomes a pure pass-through. */
+ * of our locks at the fork: the child's shim becomes a pure pass-through, and its exit neither
+ * submits the parent's deferred work nor destroys the parent's graphs nor writes a summary
+ * into the parent's report (the copies it inherited are not its own). */
+static bool forked_child;
+
 static void fork_child(void)
 {
+	forked_child = true;
 	atomic_store(&cg_shim.disabled, true);
+	atomic_store(&cg_shim.exiting, true);
+	atomic_store(&cg_shim.driver_gone, true);
 }
 
 static void on_exit_handler(void)
@@ -149,7 +156,7 @@ void cg_shim_start(void)
 void cg_shim_exit(void)
 {
 	static atomic_flag once = ATOMIC_FLAG_INIT;
-	if (atomic_flag_test_and_set(&once))
+	if (atomic_flag_test_and_set(&once) || forked_child)
 		return;
 	atomic_store(&cg_shim.exiting, true);
 	/* Pending work is submitted and graphs of live contexts destroyed; a stream whose lock
