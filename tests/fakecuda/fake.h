@@ -18,7 +18,7 @@ enum cg_api {
 /* Counters written to FAKECUDA_STATS. */
 struct cg_counters {
   atomic_ullong kernels_run, launch_eager, graph_launches, graph_nodes_run, captured_nodes,
-                memops_run;
+                memops_run, faults_injected;
 };
 extern struct cg_counters cg_count;
 
@@ -27,6 +27,9 @@ extern struct cg_counters cg_count;
 CUresult cg_enter(enum cg_api id);
 #define CG_ENTER(sym) do { CUresult cg_r_ = cg_enter(CG_API_##sym); \
                            if (cg_r_ != CUDA_SUCCESS) return cg_r_; } while (0)
+/* The same for an `api@capture` FAKECUDA_FAIL rule, at the point the entry point this thread
+ * entered adds a node to a capturing stream. */
+CUresult cg_enter_capture(void);
 void cg_log_run(const char *kernel_name);
 bool cg_initialized(void);  /* cuInit has succeeded */
 
@@ -66,7 +69,7 @@ struct cg_func {
 const struct cg_kernel_def *cg_launch_def(CUfunction f);
 
 /* A graph node. Kernel nodes own a copy of their parameter bytes. */
-enum cg_node_kind { CG_NODE_KERNEL, CG_NODE_MEMSET, CG_NODE_MEMCPY };
+enum cg_node_kind { CG_NODE_KERNEL, CG_NODE_MEMSET, CG_NODE_MEMCPY, CG_NODE_HOST };
 struct cg_node {
   enum cg_magic magic;
   enum cg_node_kind kind;
@@ -82,6 +85,7 @@ struct cg_node {
     } k;
     struct { CUdeviceptr dst; unsigned value, elem; size_t width, height, pitch; } set;
     struct { CUdeviceptr dst, src; size_t bytes; } cpy;
+    struct { CUhostFn fn; void *data; } host;  /* a captured cuLaunchHostFunc */
   } u;
 };
 /* Fills a kernel node from a launch handle and program arguments (kernelParams or extra). */

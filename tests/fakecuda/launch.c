@@ -83,6 +83,9 @@ void cg_node_run(const struct cg_node *n)
     memmove((void *)n->u.cpy.dst, (const void *)n->u.cpy.src, n->u.cpy.bytes);
     atomic_fetch_add_explicit(&cg_count.memops_run, 1, memory_order_relaxed);
     break;
+  case CG_NODE_HOST:
+    n->u.host.fn(n->u.host.data);
+    break;
   }
   atomic_fetch_add_explicit(&cg_count.graph_nodes_run, 1, memory_order_relaxed);
 }
@@ -164,7 +167,10 @@ static CUresult host_func(CUstream hStream, CUhostFn fn, void *userData)
   struct cg_stream *s = cg_stream_get(hStream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
-  if (cg_capturing(s)) return cg_capture_refuse(s);
+  if (cg_capturing(s)) { /* a host node, run in order at every launch of the graph */
+    struct cg_node n = { .magic = CG_NODE, .kind = CG_NODE_HOST, .u.host = { fn, userData } };
+    return cg_capture_node(s, &n);
+  }
   fn(userData);
   return CUDA_SUCCESS;
 }

@@ -18,10 +18,14 @@ static const char *const api_name[CG_API_COUNT] = {
 };
 static atomic_ullong api_calls[CG_API_COUNT];
 
-/* FAKECUDA_FAIL rules: the n-th call of api fails (every call from the n-th when `from`). */
-struct fail_rule { enum cg_api api; unsigned long long n; bool from; CUresult code; };
+/* FAKECUDA_FAIL rules: the n-th call of api fails (every call from the n-th when `from`);
+ * `capture` rules count only the calls that add a node to a capturing stream, so a test can fail
+ * a graph build's launches without failing the program's own launches of the same entry point. */
+struct fail_rule { enum cg_api api; unsigned long long n; bool from, capture; CUresult code; };
 static struct fail_rule fail_rules[32];
 static unsigned fail_nrules;
+static atomic_ullong capture_calls[CG_API_COUNT];
+static _Thread_local enum cg_api entered;  /* the entry point this thread is in */
 static int log_fd = -1;
 static atomic_bool initialized;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -35,6 +39,12 @@ static void parse_fail_spec(const char *spec)
     if (!colon || fail_nrules == sizeof fail_rules / sizeof fail_rules[0]) goto bad;
     *colon = '\0';
     struct fail_rule r = { .code = CUDA_ERROR_OUT_OF_MEMORY };
+    char *at = strchr(item, '@');
+    if (at) {
+      if (strcmp(at, "@capture") != 0) goto bad;
+      *at = '\0';
+      r.capture = true;
+    }
     unsigned i = 0;
     while (i < CG_API_COUNT && strcmp(api_name[i], item) != 0) i++;
     if (i == CG_API_COUNT) goto bad;
@@ -68,16 +78,32 @@ static void log_line(const char *a, const char *b)
     return;  /* a test log that cannot be written is not the program's error */
 }
 
+static CUresult injected(enum cg_api id, unsigned long long nth, bool capture)
+{
+  for (unsigned i = 0; i < fail_nrules; i++) {
+    const struct fail_rule *r = &fail_rules[i];
+    if (r->api == id && r->capture == capture && (nth == r->n || (r->from && nth > r->n))) {
+      atomic_fetch_add_explicit(&cg_count.faults_injected, 1, memory_order_relaxed);
+      return r->code;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult cg_enter(enum cg_api id)
 {
   pthread_once(&env_once, read_env);
   unsigned long long nth = atomic_fetch_add_explicit(&api_calls[id], 1, memory_order_relaxed) + 1;
   if (log_fd >= 0) log_line(api_name[id], "");
-  for (unsigned i = 0; i < fail_nrules; i++) {
-    const struct fail_rule *r = &fail_rules[i];
-    if (r->api == id && (nth == r->n || (r->from && nth > r->n))) return r->code;
-  }
-  return CUDA_SUCCESS;
+  entered = id;
+  return injected(id, nth, false);
+}
+
+CUresult cg_enter_capture(void)
+{
+  unsigned long long nth =
+    atomic_fetch_add_explicit(&capture_calls[entered], 1, memory_order_relaxed) + 1;
+  return injected(entered, nth, true);
 }
 
 void cg_log_run(const char *kernel_name)
@@ -96,7 +122,7 @@ void fakecuda_write_stats(void)
 {
   const char *path = getenv("FAKECUDA_STATS");
   if (!path || !*path) return;
-  static struct stat_line lines[CG_API_COUNT + 6];
+  static struct stat_line lines[2 * CG_API_COUNT + 7];
   static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;  /* exit() may race a test's call */
   pthread_mutex_lock(&writing);
   unsigned n = 0;
@@ -104,6 +130,7 @@ void fakecuda_write_stats(void)
     { "kernels_run", &cg_count.kernels_run }, { "launch_eager", &cg_count.launch_eager },
     { "graph_launches", &cg_count.graph_launches }, { "graph_nodes_run", &cg_count.graph_nodes_run },
     { "captured_nodes", &cg_count.captured_nodes }, { "memops_run", &cg_count.memops_run },
+    { "faults_injected", &cg_count.faults_injected },
   };
   for (unsigned i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     snprintf(lines[n++].text, sizeof lines[0].text, "%s %llu\n", fixed[i].name,
@@ -111,6 +138,8 @@ void fakecuda_write_stats(void)
   for (unsigned i = 0; i < CG_API_COUNT; i++) {
     unsigned long long c = atomic_load(&api_calls[i]);
     if (c) snprintf(lines[n++].text, sizeof lines[0].text, "api.%s %llu\n", api_name[i], c);
+    c = atomic_load(&capture_calls[i]);
+    if (c) snprintf(lines[n++].text, sizeof lines[0].text, "capture.%s %llu\n", api_name[i], c);
   }
   qsort(lines, n, sizeof lines[0], cmp_line);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -27,7 +27,9 @@ bool cg_capturing(struct cg_stream *s)
 
 CUresult cg_capture_node(struct cg_stream *s, struct cg_node *n)
 {
-  CUresult r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  CUresult r = cg_enter_capture();
+  if (r != CUDA_SUCCESS) return r;
+  r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   pthread_mutex_lock(&cg_lock);
   if (s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
     struct cg_node *added = cg_graph_append(s->graph, n);
