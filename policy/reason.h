@@ -33,7 +33,10 @@
 	X(MAX_GRAPHS,    "max_graphs",       "CUGRAFT_MAX_GRAPHS reached; least recently used graphs were evicted") \
 	X(DISABLED,      "disabled",         "chunk disabled after repeated failures") \
 	X(NO_MEMORY,     "no_memory",        "cugraft could not allocate memory for its own bookkeeping; the work ran eagerly") \
-	X(EXIT,          "exit",             "pending work flushed at program exit")
+	X(EXIT,          "exit",             "pending work flushed at program exit") \
+	X(VOTE_DECLINED, "vote_declined",    "ranks disagreed whether to replay this collective from a graph (a rank still warming up, changed buffers, or a dropped graph): all ran it eagerly") \
+	X(VOTE_TIMEOUT,  "vote_timeout",     "a rank did not answer the collective vote within CUGRAFT_VOTE_TIMEOUT_MS (dead or stalled peer): collectives on this communicator stay eager") \
+	X(VOTE_UNAVAILABLE, "vote_unavailable", "the vote communicator could not be made (no ncclCommSplit, or it failed) or a vote failed (a peer aborted it after its timeout): collectives on this communicator stay eager")
 
 enum cg_reason {
 #define CG_REASON_ENUM(id, name, hint) CG_R_##id,

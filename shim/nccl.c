@@ -3,6 +3,7 @@
  * the kernels and driver calls NCCL makes inside pass through untouched. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <string.h>
 
 /* nccl.h declares ncclGroupStart() and ncclGroupEnd() without a prototype. */
@@ -16,10 +17,12 @@
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 #endif
 
+#include "collgraph.h"
 #include "driver.h"
 #include "events.h"
 #include "json.h"
 #include "log.h"
+#include "options.h"
 #include "shim.h"
 #include "stream.h"
 
@@ -133,6 +136,96 @@ static bool enter(enum cg_nccl_entry e, enum kind k, CUstream stream)
 	return true;
 }
 
+/* --- the collectives scope (collgraph.h): what the vote needs from libnccl ------------------ */
+static struct cg_vote_nccl vote_fns;
+static pthread_once_t vote_fns_once = PTHREAD_ONCE_INIT;
+
+static void vote_fns_find(void)
+{
+	vote_fns.split = (__typeof__(vote_fns.split))find_real(CG_N_ncclCommSplit);
+	vote_fns.all_reduce = (__typeof__(vote_fns.all_reduce))find_real(CG_N_ncclAllReduce);
+	vote_fns.abort = (__typeof__(vote_fns.abort))find_real(CG_N_ncclCommAbort);
+	vote_fns.destroy = (__typeof__(vote_fns.destroy))find_real(CG_N_ncclCommDestroy);
+	vote_fns.user_rank = (__typeof__(vote_fns.user_rank))find_real(CG_N_ncclCommUserRank);
+	vote_fns.count = (__typeof__(vote_fns.count))find_real(CG_N_ncclCommCount);
+	if (!vote_fns.abort || !vote_fns.destroy || !vote_fns.user_rank || !vote_fns.count)
+		vote_fns.split = NULL; /* no vote without them */
+}
+
+static const struct cg_vote_nccl *vote_nccl(void)
+{
+	pthread_once(&vote_fns_once, vote_fns_find);
+	return &vote_fns;
+}
+
+/* Graph this collective? Only in the scope, and outside groups: a group's collectives are
+ * launched together at its end and are the same on every rank by NCCL's rules. */
+static bool coll_scoped(void)
+{
+	return tl_group.depth == 0 && cg_opt_scope()->collectives;
+}
+
+/* Calls that end a communicator: its graphs and vote communicator go first. */
+static bool comm_ends(enum cg_nccl_entry e)
+{
+	return e == CG_N_ncclCommFinalize || e == CG_N_ncclCommDestroy || e == CG_N_ncclCommAbort ||
+	       e == CG_N_ncclCommRevoke;
+}
+
+/* The key words of a collective: every argument but the last (its stream), as integers. */
+#define CG_W(x) (uint64_t)(uintptr_t)(x)
+#define CG_NARGS(...) CG_NARGS_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define CG_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, n, ...) n
+#define CG_CAT(a, b) CG_CAT_(a, b)
+#define CG_CAT_(a, b) a##b
+#define CG_WORDS(...) CG_CAT(CG_WORDS_, CG_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define CG_WORDS_6(a, b, c, d, e, s) CG_W(a), CG_W(b), CG_W(c), CG_W(d), CG_W(e)
+#define CG_WORDS_7(a, b, c, d, e, f, s) CG_W(a), CG_W(b), CG_W(c), CG_W(d), CG_W(e), CG_W(f)
+#define CG_WORDS_8(a, b, c, d, e, f, g, s) \
+	CG_W(a), CG_W(b), CG_W(c), CG_W(d), CG_W(e), CG_W(f), CG_W(g)
+#define CG_FIRST(a, ...) a
+
+/* The body of each kind of wrapper, after the pass-through checks; real_ is libnccl's. */
+#define CG_BODY_GROUP(n, args, stream)                                                          \
+	cg_tl_internal++;                                                                       \
+	ncclResult_t r_ = real_ args;                                                           \
+	cg_tl_internal--;                                                                       \
+	return r_;
+#define CG_BODY_COMM(n, args, stream)                                                           \
+	cg_tl_internal++;                                                                       \
+	if (comm_ends(CG_N_##n))                                                                \
+		cg_coll_comm_gone((ncclComm_t)(CG_FIRST args));                                 \
+	ncclResult_t r_ = real_ args;                                                           \
+	cg_tl_internal--;                                                                       \
+	return r_;
+/* A collective in the scope votes; on agreement it is replayed from its graph (DONE), or
+ * captured now on a private stream with the same arguments and then replayed. */
+#define CG_BODY_COLLECTIVE(n, args, stream)                                                     \
+	cg_tl_internal++;                                                                       \
+	if (coll_scoped()) {                                                                    \
+		const uint64_t w_[] = { CG_WORDS args };                                        \
+		_Static_assert(sizeof(w_) / sizeof(w_[0]) <= CG_COLL_WORDS, #n ": too many words"); \
+		struct cg_coll_call c_ = { .entry = CG_N_##n, .api = #n, .comm = comm,          \
+		                           .stream = (CUstream)(stream),                        \
+		                           .nw = (int)(sizeof(w_) / sizeof(w_[0])) };           \
+		memcpy(c_.w, w_, sizeof(w_));                                                   \
+		enum cg_coll_act a_ = cg_coll_begin(&c_, vote_nccl());                          \
+		if (a_ == CG_COLL_CAPTURE) {                                                    \
+			cudaStream_t program_stream_ = stream;                                  \
+			stream = (cudaStream_t)c_.capture;                                      \
+			ncclResult_t captured_ = real_ args;                                    \
+			stream = program_stream_;                                               \
+			a_ = cg_coll_captured(&c_, captured_);                                  \
+		}                                                                               \
+		if (a_ == CG_COLL_DONE) {                                                       \
+			cg_tl_internal--;                                                       \
+			return ncclSuccess;                                                     \
+		}                                                                               \
+	}                                                                                       \
+	ncclResult_t r_ = real_ args;                                                           \
+	cg_tl_internal--;                                                                       \
+	return r_;
+
 #define CG_NCCL_PURE(n) _Static_assert(sizeof(&n) != 0, #n " is not declared in nccl.h");
 #define CG_NCCL(n, kind, params, args, stream)                                                  \
 	_Static_assert(__builtin_types_compatible_p(__typeof__(&n), ncclResult_t(*) params),   \
@@ -145,10 +238,7 @@ static bool enter(enum cg_nccl_entry e, enum kind k, CUstream stream)
 			return missing(CG_N_##n);                                               \
 		if (!enter(CG_N_##n, K_##kind, (CUstream)(stream)))                             \
 			return real_ args;                                                      \
-		cg_tl_internal++;                                                               \
-		ncclResult_t r_ = real_ args;                                                   \
-		cg_tl_internal--;                                                               \
-		return r_;                                                                      \
+		CG_BODY_##kind(n, args, stream)                                                 \
 	}
 #include "nccl.def"
 #undef CG_NCCL
@@ -194,6 +284,7 @@ void cg_nccl_json(struct cg_json *j)
 			cg_json_uint(j, entry_name[e], n);
 	}
 	cg_json_obj_end(j);
+	cg_coll_json(j);
 }
 
 int cg_nccl_version(void)
