@@ -161,12 +161,47 @@ spin) # a host thread spins on memory a deferred kernel writes: the flusher must
   shim s "$progs/lifecycle" --mode spin
   [ "$(cat "$tmp/s.rc")" = 0 ] || fail "spin exited $(cat "$tmp/s.rc"): $(tail -2 "$tmp/s.out" "$tmp/s.err")"
   ;;
-fault-*) # a failing graph API: results identical, nothing lost or run twice, reason reported
-  api=${case_name#fault-}
-  eager e "$progs/fourway" --iters 40
-  FAKECUDA_FAIL=$FAULT shim s "$progs/fourway" --iters 40
+fault-*) # FAULT (FAKECUDA_FAIL) fails a driver API the backend uses: the result is identical,
+          # nothing lost or run twice, the fault really fired, REASON and DETAIL (the CUresult's
+          # name) are in the report; an empty REASON: no *_failed reason at all (a failing
+          # destroy has nothing to fall back from); REASON='*': any. PROG_ARGS and SHIM_ENV pick the run;
+          # ATTEMPTS reruns the shim until the fault fires (for faults reached only by timing).
+  eager e "$progs/fourway" ${PROG_ARGS:---iters 40}
+  for attempt in $(seq "${ATTEMPTS:-1}"); do
+    rm -f "$tmp/s.jsonl"
+    (if [ -n "${SHIM_ENV:-}" ]; then export $SHIM_ENV; fi
+     FAKECUDA_FAIL=$FAULT shim s "$progs/fourway" ${PROG_ARGS:---iters 40})
+    [ "$(stat faults_injected "$tmp/s.stats")" -gt 0 ] && break
+  done
   same_result e s; same_work e s
-  grep -q "\"$REASON\"" "$tmp/s.jsonl" || fail "reason $REASON not in the report"
+  [ "$(stat memops_run "$tmp/s.stats")" = "$(stat memops_run "$tmp/e.stats")" ] ||
+    fail "memops run: e=$(stat memops_run "$tmp/e.stats") s=$(stat memops_run "$tmp/s.stats")"
+  [ "$(stat faults_injected "$tmp/s.stats")" -gt 0 ] || fail "FAKECUDA_FAIL=$FAULT never fired"
+  grep -q '"event":"summary"' "$tmp/s.jsonl" || fail "no summary in the report"
+  if [ "$REASON" = '*' ]; then :
+  elif [ -n "$REASON" ]; then
+    grep -q "\"reason\":\"$REASON\"" "$tmp/s.jsonl" || fail "reason $REASON not in the report"
+    # a failed extra instance of an armed chunk replays from the first one: no fallback then
+    [ "$REASON" = build_failed ] || [ "$(summary "$tmp/s.jsonl" "fallbacks.$REASON")" -gt 0 ] ||
+      fail "the summary counts no fallbacks.$REASON"
+  else
+    ! grep -q '"reason":"[a-z]*_failed"' "$tmp/s.jsonl" || fail "a failure reason without a fallback"
+  fi
+  [ -z "${DETAIL:-}" ] || grep -q "\"reason\":\"$REASON\".*\"detail\":\"$DETAIL\"" "$tmp/s.jsonl" ||
+    fail "no $REASON line names $DETAIL"
+  ;;
+oom-*) # libfaultalloc.so fails libcugraft.so's FAULTALLOC_N-th allocation (FAULTALLOC_FROM=1: and
+        # every later one): the result is identical, nothing lost or run twice, the allocation
+        # really failed, the report has its summary and the report or stderr has EXPECT.
+  eager e "$progs/fourway" --iters 40
+  FAULTALLOC_STATS=$tmp/s.alloc lib=$lib:$FAULTALLOC_LIB shim s "$progs/fourway" --iters 40
+  same_result e s; same_work e s
+  [ "$(stat memops_run "$tmp/s.stats")" = "$(stat memops_run "$tmp/e.stats")" ] ||
+    fail "memops run: e=$(stat memops_run "$tmp/e.stats") s=$(stat memops_run "$tmp/s.stats")"
+  [ "$(awk '{ n += $4 } END { print n + 0 }' "$tmp/s.alloc")" -gt 0 ] ||
+    fail "no allocation of libcugraft.so failed: $(cat "$tmp/s.alloc")"
+  grep -q '"event":"summary"' "$tmp/s.jsonl" || fail "no summary in the report"
+  cat "$tmp/s.jsonl" "$tmp/s.err" | grep -q "$EXPECT" || fail "neither report nor stderr has $EXPECT"
   ;;
 nccl|nccl-group|nccl-dlsym) # collectives are boundaries; NCCL's own launches pass through uncounted
   export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH
@@ -202,6 +237,169 @@ conf-events|conf-hostfunc|conf-uploads|conf-shapes|conf-legacy) # one hazard eac
     [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
     [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
       fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
+  esac
+  ;;
+conf-fork) # fork() with deferred work: the child (exit(0), atexit handlers) calls no driver entry
+           # point and writes nothing into the parent's report; the parent still replays
+  # a 10 s deferral bound: the parent's flusher cannot submit while the child runs, so every
+  # call logged between the program's two cuCtxGetDevice markers is the child's
+  LOGRUN=1 eager e "$progs/conf_fork"
+  LOGRUN=1 CUGRAFT_MAX_DEFER_US=10000000 shim s "$progs/conf_fork"
+  same_result e s; same_work e s
+  c=$(field child "$tmp/e.out")
+  [ -n "$c" ] && [ "$c" = "$(field child "$tmp/s.out")" ] || fail "child printed '$(field child "$tmp/s.out")', eager '$c'"
+  for r in e s; do
+    [ "$(grep -c '^cuCtxGetDevice$' "$tmp/$r.log")" = 2 ] || fail "$r: want 2 cuCtxGetDevice markers in the log"
+    calls=$(awk '/^cuCtxGetDevice$/ { m++; next } m == 1' "$tmp/$r.log" | sort | uniq -c | tr -s ' \n' ' ')
+    [ -z "$calls" ] || fail "$r: driver calls from the child:$calls"
+  done
+  python3 -c '
+import json, sys
+n = 0
+for l in open(sys.argv[1]):
+    n += json.loads(l).get("event") == "summary"
+sys.exit(n != 1)' "$tmp/s.jsonl" || fail "the report is not JSON lines with exactly one summary"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  ;;
+conf-crash) # abort() with launches in flight: the same death and checksum lines, a readable report
+  eager e "$progs/conf_crash"
+  shim s "$progs/conf_crash"
+  for r in e s; do [ "$(cat "$tmp/$r.rc")" = 134 ] || fail "$r exited $(cat "$tmp/$r.rc"), want 134 (SIGABRT)"; done
+  [ "$(grep -c '^checksum ' "$tmp/e.out")" = 4 ] || fail "eager printed $(grep -c '^checksum ' "$tmp/e.out") checksum lines, want 4"
+  cmp -s <(grep '^checksum ' "$tmp/e.out") <(grep '^checksum ' "$tmp/s.out") || fail "checksum lines differ under the shim"
+  [ -s "$tmp/s.jsonl" ] || fail "no report"
+  python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    json.loads(l)' "$tmp/s.jsonl" 2> "$tmp/json.err" || fail "report line is not JSON: $(tail -1 "$tmp/json.err")"
+  ;;
+coll|coll-group|coll-ranks|coll-diverge|coll-stall|coll-hostile) # CUGRAFT_SCOPE=+collectives: the vote
+  # (shim/VOTE.md). The fake NCCL moves its data in a host function on the stream, which the fake
+  # driver captures as a host node: a graphed collective moves its data at each graph launch.
+  export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH CUGRAFT_SCOPE=+collectives
+  # ranks NAME ARGS...: ncclloop --ranks under the shim, one report per rank ($tmp/NAME.R.jsonl)
+  ranks() { local n=$1; shift
+    CUGRAFT_REPORT=$tmp/$n.%r.jsonl LD_PRELOAD=$lib timeout 60 "$progs/ncclloop" "$@" > "$tmp/$n.out" 2> "$tmp/$n.err"
+    echo $? > "$tmp/$n.rc"; }
+  eranks() { local n=$1; shift
+    timeout 60 "$progs/ncclloop" "$@" > "$tmp/$n.out" 2> "$tmp/$n.err"; echo $? > "$tmp/$n.rc"; }
+  rsum() { awk -v r="$2" '$1 == "rank" && $2 == r && $3 == "checksum" { print $4 }' "$tmp/$1.out"; }
+  votes() { grep '"event":"vote"' "$1" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    v = json.loads(l); print(v["vote"], v["outcome"], v["reason"])'; }
+  case $case_name in
+  coll) # one rank: exact; NCCL's launches pass through; graphed after warmup, every vote agreed
+    FAKENCCL_STATS=$tmp/e.nccl eager e "$progs/ncclloop" --iters 40
+    FAKENCCL_STATS=$tmp/s.nccl shim s "$progs/ncclloop" --iters 40
+    same_result e s
+    # warmup 3: calls 1-2 eager, call 3 captured (plus its second vote, "graph ready"), 4-40 replay
+    votes_held=41 graphed=38
+    # every program kernel ran once, plus NCCL's own kernel in each vote
+    [ "$(stat kernels_run "$tmp/s.stats")" = $(( $(stat kernels_run "$tmp/e.stats") + votes_held )) ] ||
+      fail "kernels run: eager $(stat kernels_run "$tmp/e.stats"), shim $(stat kernels_run "$tmp/s.stats") (want +$votes_held)"
+    [ "$(summary "$tmp/s.jsonl" launches)" = "$(field launches "$tmp/e.out")" ] ||
+      fail "shim counted $(summary "$tmp/s.jsonl" launches) launches, the program made $(field launches "$tmp/e.out")"
+    [ "$(summary "$tmp/s.jsonl" collectives.ncclAllReduce)" = 40 ] || fail "the vote's all-reduces were counted as the program's"
+    [ -z "$(votes "$tmp/s.jsonl")" ] || fail "vote records: $(votes "$tmp/s.jsonl" | tr '\n' ,)"
+    for k in collective_graphs.seen:40 collective_graphs.captured:1 votes.held:$votes_held votes.agreed:$votes_held \
+             votes.declined:0 collectives_graphed:$graphed; do
+      [ "$(summary "$tmp/s.jsonl" "${k%:*}")" = "${k#*:}" ] || fail "${k%:*} is $(summary "$tmp/s.jsonl" "${k%:*}"), want ${k#*:}"
+    done
+    # NCCL's own kernel through NCCL (uncounted): 2 eager calls + 1 captured + the votes; the 38
+    # replays never enter NCCL
+    [ "$(stat internal_launches "$tmp/s.nccl")" = $(( 40 - graphed + 1 + votes_held )) ] ||
+      fail "NCCL made $(stat internal_launches "$tmp/s.nccl") internal launches, want $(( 40 - graphed + 1 + votes_held ))"
+    ;;
+  coll-group) # collectives inside a group stay eager: no vote at all
+    eager e "$progs/ncclloop" --iters 30 --group
+    shim s "$progs/ncclloop" --iters 30 --group
+    same_result e s; same_work e s
+    grep -q '"collective_graphs":{"seen":0,' "$tmp/s.jsonl" || fail "a collective in a group reached the vote (or no collective_graphs)"
+    [ "$(summary "$tmp/s.jsonl" votes.held)" = 0 ] || fail "votes held in group mode: $(summary "$tmp/s.jsonl" votes.held)"
+    ;;
+  coll-ranks|coll-diverge) # 2 ranks agree on every vote (diverge: both decline the same one)
+    extra= want= graphed=28
+    if [ $case_name = coll-diverge ]; then
+      # warmup 5: at iteration 4 rank 1's call is new (seen 1: eager) while rank 0's is due to be
+      # captured: vote 5 declines on both; both reset every key and warm up again in lockstep
+      # (calls 5-9 eager, call 10 captured): 21 of 30 graphed
+      extra="--diverge 1:4" want="5 declined vote_declined," graphed=21
+      export CUGRAFT_WARMUP=5
+    fi
+    eranks e --ranks 2 --iters 30 $extra
+    ranks s --ranks 2 --iters 30 $extra
+    for r in 0 1; do
+      [ -n "$(rsum e $r)" ] && [ "$(rsum e $r)" = "$(rsum s $r)" ] || fail "rank $r: checksum $(rsum s $r), eager $(rsum e $r)"
+      [ "$(votes "$tmp/s.$r.jsonl" | tr '\n' ,)" = "$want" ] || fail "rank $r votes: $(votes "$tmp/s.$r.jsonl" | tr '\n' ,)"
+      [ "$(summary "$tmp/s.$r.jsonl" collective_graphs.seen)" = 30 ] || fail "rank $r: seen $(summary "$tmp/s.$r.jsonl" collective_graphs.seen)"
+      [ "$(summary "$tmp/s.$r.jsonl" collectives_graphed)" = $graphed ] ||
+        fail "rank $r: $(summary "$tmp/s.$r.jsonl" collectives_graphed) collectives graphed, want $graphed"
+    done
+    [ "$(cat "$tmp/s.rc")" = 0 ] || fail "exit $(cat "$tmp/s.rc"): $(tail -3 "$tmp/s.err")"
+    ;;
+  coll-stall) # rank 1's 3rd NCCL call (split, vote, vote: in its vote thread) never returns:
+    # both ranks give up that vote instead of hanging, say so, and finish eagerly with the eager
+    # result (rank 1's stuck vote thread is left behind). The first rank to time out aborts its
+    # vote communicator, which the fake NCCL (unlike NCCL) propagates: the other rank's vote may
+    # then fail just before its own deadline instead of timing out
+    eranks e --ranks 2 --iters 20
+    start=$(date +%s)
+    CUGRAFT_VOTE_TIMEOUT_MS=1000 FAKENCCL_STALL=1:3 ranks s --ranks 2 --iters 20 --timeout 20
+    took=$(( $(date +%s) - start ))
+    [ "$(cat "$tmp/s.rc")" = 0 ] || fail "exit $(cat "$tmp/s.rc"): $(tail -3 "$tmp/s.err")"
+    [ "$took" -le 10 ] || fail "took $took s with a 1 s vote timeout (the parent waits 20 s)"
+    grep -q 'rank 1 stalls at collective call 3' "$tmp/s.err" || fail "rank 1 did not stall"
+    for r in 0 1; do
+      [ -n "$(rsum e $r)" ] && [ "$(rsum e $r)" = "$(rsum s $r)" ] || fail "rank $r: checksum $(rsum s $r), eager $(rsum e $r)"
+      case "$(votes "$tmp/s.$r.jsonl" | tr '\n' ,)" in
+      "2 timeout vote_timeout,") timeouts=$(( ${timeouts:-0} + 1 ))
+        grep -q '"off":"vote_timeout"' "$tmp/s.$r.jsonl" || fail "rank $r did not switch the communicator off" ;;
+      "2 failed vote_unavailable,")
+        grep -q '"off":"vote_unavailable"' "$tmp/s.$r.jsonl" || fail "rank $r did not switch the communicator off" ;;
+      *) fail "rank $r votes: $(votes "$tmp/s.$r.jsonl" | tr '\n' ,)" ;;
+      esac
+      t=$(grep '"event":"vote"' "$tmp/s.$r.jsonl" | python3 -c 'import json,sys; print(int(json.loads(sys.stdin.readline())["t"] * 1000))')
+      [ "$t" -ge 1000 ] && [ "$t" -le 4000 ] || fail "rank $r: gave up the vote at $t ms, want about 1000"
+    done
+    [ "${timeouts:-0}" -ge 1 ] || fail "no rank timed out"
+    ;;
+  coll-hostile) # a bad CUGRAFT_VOTE_TIMEOUT_MS warns once and keeps the default; too big is clamped
+    eager e "$progs/ncclloop" --iters 10
+    for v in banana:30000 -5:30000 '':30000 99999999999:3600000; do
+      CUGRAFT_VOTE_TIMEOUT_MS=${v%:*} shim s "$progs/ncclloop" --iters 10
+      same_result e s
+      [ "$(grep -c CUGRAFT_VOTE_TIMEOUT_MS "$tmp/s.err")" = 1 ] || fail "'${v%:*}': $(grep -c CUGRAFT_VOTE_TIMEOUT_MS "$tmp/s.err") warnings, want 1"
+      grep -q "\"CUGRAFT_VOTE_TIMEOUT_MS\":${v#*:}," "$tmp/s.jsonl" || fail "'${v%:*}': the header does not say ${v#*:}"
+    done
+    ;;
+  esac
+  ;;
+nccl-ranks) # ncclloop --ranks 2: 2 processes on the fake NCCL, default scope
+  export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH
+  # ranks NAME [VAR=VALUE...] -- ARGS: under the shim when NAME starts with s; per rank r the
+  # report $tmp/NAME.r.jsonl and NCCL's stats $tmp/NAME.r.nccl
+  ranks() { local n=$1 envs=() pre=(); shift
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    [ "${n#s}" = "$n" ] || pre=(LD_PRELOAD=$lib CUGRAFT_REPORT=$tmp/$n.%r.jsonl)
+    env "${pre[@]}" "${envs[@]}" FAKENCCL_STATS=$tmp/$n.%r.nccl timeout 90 "$progs/ncclloop" \
+      --ranks 2 --iters 40 --timeout 60 "$@" > "$tmp/$n.out" 2> "$tmp/$n.err"; echo $? > "$tmp/$n.rc"; }
+  same_ranks() { # A B: both exited 0 and each rank printed the same checksum in both
+    local n a b
+    for n in "$1" "$2"; do
+      [ "$(cat "$tmp/$n.rc")" = 0 ] || fail "$n exited $(cat "$tmp/$n.rc"): $(tail -3 "$tmp/$n.err")"; done
+    a=$(awk '$3 == "checksum" { print $2, $4 }' "$tmp/$1.out" | sort)
+    b=$(awk '$3 == "checksum" { print $2, $4 }' "$tmp/$2.out" | sort)
+    [ "$(echo "$a" | wc -l)" = 2 ] && [ "$a" = "$b" ] || fail "checksums: $1: $a; $2: $b"
+  }
+  case $case_name in
+  nccl-ranks) # default scope: collectives are boundaries on every rank, compute replays
+    ranks e --; ranks s --; same_ranks e s
+    for r in 0 1; do
+      [ "$(summary "$tmp/s.$r.jsonl" collectives.ncclAllReduce)" = 40 ] || fail "rank $r: not 40 all-reduces"
+      [ "$(summary "$tmp/s.$r.jsonl" graph_launches)" -gt 0 ] || fail "rank $r: no graph was launched"
+      [ "$(stat internal_launches "$tmp/s.$r.nccl")" = 40 ] || fail "rank $r: NCCL's launches: $(stat internal_launches "$tmp/s.$r.nccl")"
+    done ;;
   esac
   ;;
 *) echo "unknown case $case_name"; exit 2 ;;
