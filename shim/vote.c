@@ -176,7 +176,9 @@ struct cg_voter *cg_voter_start(const struct cg_vote_nccl *nccl, ncclComm_t comm
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
+	/* NCCL's communicator set-up (ncclCommSplit runs here) needs a full-size stack: with 256 KB
+	 * the first vote crashed on the H200. */
+	pthread_attr_setstacksize(&attr, 8 << 20);
 	pthread_t t;
 	int rc = pthread_create(&t, &attr, voter_main, v);
 	pthread_attr_destroy(&attr);
