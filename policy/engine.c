@@ -34,8 +34,6 @@ struct cg_stream {
 	uint64_t op_index;          /* ops submitted on this stream so far */
 	uint64_t chunk_first;       /* op index of the current chunk's first op */
 	struct cg_scratch sc;       /* the current chunk */
-	uint64_t anchor;            /* hash of an op that ends a chunk (cut_at_max), or 0 */
-	uint64_t max_cut_key;       /* key of the last chunk cut at chunk_max ops, or 0 */
 	bool deferring;             /* all of sc is deferred and a prefix of every candidate */
 	struct cg_chunk **cand;
 	uint32_t ncand, cand_cap;
@@ -528,28 +526,6 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	s->why = CG_R_DIVERGENCE;
 }
 
-/* chunk_max ops and no content cut. When the loop's period holds no cut op (a 14-op loop has
- * none with probability (15/16)^14 = 40%), cuts every chunk_max ops fall at a different phase
- * of the loop each time and no chunk recurs; two such cuts in a row giving different chunks
- * show it (a period dividing chunk_max, e.g. one kernel in a loop, gives equal ones: nothing to
- * fix). Then the op with the lowest hash past chunk_min becomes the stream's anchor, and from
- * now on a chunk of at least chunk_max / 2 ops also ends after it: for a loop shorter than
- * chunk_max - chunk_min that is the same op of every period, so chunks line up with the loop. */
-static void cut_at_max(struct cg_stream *s)
-{
-	const struct cg_scratch *sc = &s->sc;
-	uint32_t n = sc->n, k = s->e->chunk_min - 1;
-	uint64_t key = cg_scratch_key(sc);
-	if (s->max_cut_key && key != s->max_cut_key && k < n) {
-		for (uint32_t i = k + 1; i < n; i++)
-			if ((sc->hash[i] >> 32) < (sc->hash[k] >> 32))
-				k = i;
-		s->anchor = sc->hash[k];
-	}
-	s->max_cut_key = key;
-	cut(s, true);
-}
-
 /* The op runs eagerly (the caller submits it) and is learned. */
 static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
@@ -558,10 +534,7 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	s->passed++;
 	ST(s, ops_eager, 1);
 	uint32_t n = s->sc.n;
-	if (n >= e->cfg.chunk_max)
-		cut_at_max(s);
-	else if ((n >= e->chunk_min && (hash >> 32) < e->cdc_below) ||
-	         (hash == s->anchor && n >= e->cfg.chunk_max / 2))
+	if (n >= e->cfg.chunk_max || (n >= e->chunk_min && (hash >> 32) < e->cdc_below))
 		cut(s, true);
 	return CG_PASS;
 }

@@ -238,29 +238,6 @@ static void test_shape_change_new_variant_then_reuse(void **state)
 	rig_down(&r);
 }
 
-/* A 14-op loop, no boundary, no op that is a content cut: the chunks must still line up with
- * the loop (cut after its lowest-hash op) and replay, not fall at a new phase every 64 ops. */
-static void test_short_period_without_cut_op_aligns(void **state)
-{
-	(void)state;
-	struct rig r;
-	rig_up(&r, config(3, 64), 1);
-	for (int it = 0; it < 60; it++)
-		for (uint32_t k = 0; k < 14; k++) {
-			struct cg_op op = mkop(k, 128, 0x1000 + k, 0);
-			op.hash = (uint64_t)(0x20000000u + k * 0x01000000u) << 32 | (k + 1);
-			fake_submit(&r.fb, r.s[0], 0, &op);
-		}
-	fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
-	struct cg_stats st = stats(&r);
-	char msg[96];
-	snprintf(msg, sizeof msg, "replayed %llu of %llu ops", (unsigned long long)st.ops_replayed,
-	         (unsigned long long)st.ops);
-	if (st.ops_replayed * 10 < st.ops * 6)
-		fail_msg("%s: chunks did not line up with the loop", msg);
-	rig_down(&r);
-}
-
 static void test_sync_mid_iteration_cuts_chunk(void **state)
 {
 	struct rig r;
@@ -711,7 +688,6 @@ int main(void)
 		cmocka_unit_test(test_recurring_chunk_instances),
 		cmocka_unit_test(test_shape_change_new_variant_then_reuse),
 		cmocka_unit_test(test_sync_mid_iteration_cuts_chunk),
-		cmocka_unit_test(test_short_period_without_cut_op_aligns),
 		cmocka_unit_test(test_periodic_logging_keeps_replaying),
 		cmocka_unit_test(test_ten_thousand_op_iteration),
 		cmocka_unit_test(test_divergence_mid_chunk),
