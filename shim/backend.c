@@ -45,25 +45,36 @@ static bool ctx_dead(CUcontext ctx)
 	return false;
 }
 
-/* Backend work may run on any thread (the flusher, an observer): make the stream's context
- * current for the duration, and leave the thread's own context as it was. */
-static bool enter(CUcontext ctx)
+int cg_ctx_enter(CUcontext ctx)
 {
-	cg_tl_internal++;
-	cg_tl_forwarding++;
 	CUcontext cur = NULL;
 	CG_REAL(cuCtxGetCurrent)(&cur);
 	if (cur == ctx || !ctx)
-		return false;
-	return CG_REAL(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
+		return CG_CTX_KEPT;
+	return CG_REAL(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS ? CG_CTX_PUSHED : CG_CTX_FAILED;
 }
 
-static void leave(bool pushed)
+void cg_ctx_leave(int entered)
 {
-	if (pushed) {
+	if (entered == CG_CTX_PUSHED) {
 		CUcontext popped;
 		CG_REAL(cuCtxPopCurrent_v2)(&popped);
 	}
+}
+
+/* Backend work may run on any thread (the flusher, an observer): the stream's context current
+ * for the duration, the thread's own context as it was afterwards, and the calls made meanwhile
+ * the shim's own. CG_CTX_FAILED: nothing may be submitted (it would go to another context). */
+static int enter(CUcontext ctx)
+{
+	cg_tl_internal++;
+	cg_tl_forwarding++;
+	return cg_ctx_enter(ctx);
+}
+
+static void leave(int entered)
+{
+	cg_ctx_leave(entered);
 	cg_tl_forwarding--;
 	cg_tl_internal--;
 }
@@ -136,9 +147,9 @@ static CUresult submit(const struct cg_op *op, CUstream st)
 static int be_eager(void *be, void *stream, const struct cg_op *op, const char **detail)
 {
 	struct cg_sstate *s = stream;
-	bool pushed = enter(s->ctx);
-	CUresult r = submit(op, s->handle);
-	leave(pushed);
+	int in = enter(s->ctx);
+	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : submit(op, s->handle);
+	leave(in);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 
@@ -181,9 +192,9 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 	g->ctx = s->ctx;
 	g->n = n;
 
-	bool pushed = enter(s->ctx);
-	CUresult r = CUDA_SUCCESS;
-	if (!s->capture)
+	int in = enter(s->ctx);
+	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+	if (r == CUDA_SUCCESS && !s->capture)
 		r = CG_REAL(cuStreamCreate)(&s->capture, CU_STREAM_NON_BLOCKING);
 	if (r == CUDA_SUCCESS)
 		r = CG_REAL(cuStreamBeginCapture_v2)(s->capture, CU_STREAM_CAPTURE_MODE_RELAXED);
@@ -210,7 +221,7 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 			r = CG_REAL(cuGraphKernelNodeGetParams_v2)(g->nodes[i], &g->kp[i]);
 	if (r == CUDA_SUCCESS)
 		r = CG_REAL(cuGraphInstantiateWithFlags)(&g->exec, g->graph, 0);
-	leave(pushed);
+	leave(in);
 	if (r != CUDA_SUCCESS) {
 		graph_free(g);
 		return fail(r, detail);
@@ -258,10 +269,11 @@ static int be_patch(void *be, void *graph, uint32_t index, const struct cg_op *o
 	struct chunk_graph *g = graph;
 	if (index >= g->n)
 		return -EINVAL;
-	bool pushed = enter(g->ctx);
-	CUresult r = ((const struct cg_sig *)op->sig)->kind == CG_K_KERNEL ? patch_kernel(g, index, op)
-	                                                                  : patch_memop(g, index, op);
-	leave(pushed);
+	int in = enter(g->ctx);
+	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT
+	           : ((const struct cg_sig *)op->sig)->kind == CG_K_KERNEL ? patch_kernel(g, index, op)
+	                                                                   : patch_memop(g, index, op);
+	leave(in);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 
@@ -269,26 +281,26 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 {
 	struct cg_sstate *s = stream;
 	struct chunk_graph *g = graph;
-	bool pushed = enter(s->ctx);
-	CUresult r = CG_REAL(cuGraphLaunch)(g->exec, s->handle);
-	leave(pushed);
+	int in = enter(s->ctx);
+	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : CG_REAL(cuGraphLaunch)(g->exec, s->handle);
+	leave(in);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 
 static void be_destroy(void *be, void *graph)
 {
 	struct chunk_graph *g = graph;
-	bool pushed = enter(ctx_dead(g->ctx) ? NULL : g->ctx);
+	int in = enter(ctx_dead(g->ctx) ? NULL : g->ctx);
 	graph_free(g);
-	leave(pushed);
+	leave(in);
 }
 
 void cg_backend_forget_stream(struct cg_sstate *s)
 {
 	if (s->capture && !ctx_dead(s->ctx)) {
-		bool pushed = enter(s->ctx);
+		int in = enter(s->ctx);
 		CG_REAL(cuStreamDestroy_v2)(s->capture);
-		leave(pushed);
+		leave(in);
 	}
 	s->capture = NULL;
 }

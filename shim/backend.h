@@ -10,6 +10,12 @@ struct cg_sstate;
 
 extern const struct cg_backend cg_cuda_backend;
 
+/* Makes ctx current on this thread if it is not: CG_CTX_KEPT (it was, or ctx is NULL),
+ * CG_CTX_PUSHED (undo with cg_ctx_leave), CG_CTX_FAILED (it cannot be made current). */
+enum { CG_CTX_KEPT, CG_CTX_PUSHED, CG_CTX_FAILED };
+int cg_ctx_enter(CUcontext ctx);
+void cg_ctx_leave(int entered);
+
 /* The stream record is going away: release the backend's resources for it. */
 void cg_backend_forget_stream(struct cg_sstate *s);
 /* A context was destroyed behind our back (last primary-context release): its graphs and

@@ -81,7 +81,9 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 	/* Per-thread default streams cannot be reached from another thread (the flusher, an
 	 * observer): deferring on them could not be bounded, so they are only recorded; so are
 	 * streams CUGRAFT_SCOPE leaves out. */
-	s->eng = k == PER_THREAD || !cg_shim.engine || !cg_scope_stream(s->id) ? NULL :
+	s->why_eager = k == PER_THREAD ? CG_R_PER_THREAD : !cg_scope_stream(s->id) ? CG_R_SCOPE
+	             : CG_R_NO_MEMORY; /* what a NULL engine (state) means otherwise */
+	s->eng = s->why_eager != CG_R_NO_MEMORY || !cg_shim.engine ? NULL :
 	         cg_stream_new(cg_shim.engine, s, s->id);
 	s->live = true;
 	s->next = streams;
@@ -148,7 +150,9 @@ void cg_stream_sync_pending(struct cg_sstate *s)
 		cg_shim_wake_flusher();
 }
 
-/* Flush every live stream matching `pick`, one lock at a time. */
+/* Flush every live stream matching `pick`, one lock at a time, each with its context current.
+ * A stream whose context this thread cannot make current keeps its work pending (for a later
+ * flush, or the program's own thread): submitted elsewhere it would be lost. */
 static void flush_where(bool (*pick)(struct cg_sstate *, const void *), const void *arg,
                         enum cg_reason why, bool cut)
 {
@@ -157,10 +161,12 @@ static void flush_where(bool (*pick)(struct cg_sstate *, const void *), const vo
 		if (!s->eng || !pick(s, arg))
 			continue;
 		pthread_mutex_lock(&s->lock); /* eng re-read under the lock: exit may retire it */
-		if (s->eng && cut)
+		int in = s->eng ? cg_ctx_enter(s->ctx) : CG_CTX_FAILED;
+		if (in != CG_CTX_FAILED && cut)
 			cg_boundary(s->eng, why);
-		else if (s->eng)
+		else if (in != CG_CTX_FAILED)
 			cg_flush(s->eng, why);
+		cg_ctx_leave(in);
 		cg_stream_sync_pending(s);
 		pthread_mutex_unlock(&s->lock);
 	}
