@@ -45,7 +45,7 @@ static bool take(struct cg_sstate *s, const struct cg_op *op)
 	atomic_store_explicit(&s->ops, atomic_load_explicit(&s->ops, memory_order_relaxed) + 1,
 	                      memory_order_relaxed);
 	if (!s->eng) {
-		cg_events_bypass(s->per_thread ? CG_R_PER_THREAD : CG_R_SCOPE);
+		cg_events_bypass(s->why_eager);
 		return false;
 	}
 	if (cg_submit(s->eng, op) == CG_PASS)
@@ -132,6 +132,8 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	const struct cg_layout *l = cg_layout_of(f);
 	if (!l)
 		return CG_R_UNGRAPHABLE;
+	if (l == &cg_layout_no_memory)
+		return CG_R_NO_MEMORY;
 	cg_layout_count(l);
 	if (!l->in_scope)
 		return CG_R_SCOPE;

@@ -22,6 +22,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct cg_layout *all_layouts; /* guarded by lock */
 /* Marks "asked, the driver could not say", so that we ask once. */
 static const struct cg_layout unknown_layout;
+const struct cg_layout cg_layout_no_memory;
 
 static size_t slot_of(CUfunction f)
 {
@@ -79,7 +80,7 @@ static const struct cg_layout *ask_driver(CUfunction f)
 		return &unknown_layout;
 	struct cg_layout *l = malloc(sizeof(*l) + (size_t)n * sizeof(l->p[0]));
 	if (!l)
-		return &unknown_layout;
+		return &cg_layout_no_memory;
 	l->n = (uint32_t)n;
 	l->size = 0;
 	for (int i = 0; i < n; i++) {
@@ -114,12 +115,13 @@ const struct cg_layout *cg_layout_of(CUfunction f)
 		t = calloc(1, sizeof(*t));
 		atomic_store_explicit(&current, t, memory_order_release);
 	}
-	l = t ? lookup(t, f) : NULL;
-	if (t && !l) {
+	l = t ? lookup(t, f) : &cg_layout_no_memory;
+	if (!l) {
 		cg_tl_internal++;
 		l = ask_driver(f);
 		cg_tl_internal--;
-		for (size_t i = slot_of(f), n = 0; n < SLOTS / 2; i = (i + 1) & (SLOTS - 1), n++) {
+		for (size_t i = slot_of(f), n = 0; l != &cg_layout_no_memory && n < SLOTS / 2;
+		     i = (i + 1) & (SLOTS - 1), n++) {
 			if (!atomic_load_explicit(&t->slot[i].key, memory_order_relaxed)) {
 				t->slot[i].val = l;
 				atomic_store_explicit(&t->slot[i].key, f, memory_order_release);

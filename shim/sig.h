@@ -41,8 +41,10 @@ static inline uint32_t cg_sig_len(const struct cg_sig *s)
 	return (uint32_t)(offsetof(struct cg_sig, attrs) + s->nattrs * sizeof(CUlaunchAttribute));
 }
 
-/* Parameter layout of a function or kernel handle; NULL when the driver cannot say. */
+/* Parameter layout of a function or kernel handle; NULL when the driver cannot say;
+ * &cg_layout_no_memory when it could not be stored (asked again at the next launch). */
 const struct cg_layout *cg_layout_of(CUfunction f);
+extern const struct cg_layout cg_layout_no_memory;
 /* Module or library unloaded: handles may be reused, forget every layout. */
 void cg_layout_reset(void);
 /* Counts a launch of the kernel (report). */

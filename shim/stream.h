@@ -21,7 +21,8 @@ struct cg_sstate {
 	bool per_thread;           /* a per-thread default stream: recorded, never deferred */
 	bool live;
 	pthread_t owner;           /* the thread of a per-thread stream */
-	struct cg_stream *eng;     /* engine state; NULL for per-thread streams */
+	struct cg_stream *eng;     /* engine state, or NULL: its ops run eagerly, for `why_eager` */
+	enum cg_reason why_eager;  /* PER_THREAD, SCOPE (CUGRAFT_SCOPE) or NO_MEMORY */
 	atomic_bool pending;       /* the engine holds deferred work (mirrored after each call) */
 	_Atomic uint64_t ops;      /* ops seen on this stream */
 	struct cg_sstate *next;
