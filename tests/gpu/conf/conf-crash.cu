@@ -10,14 +10,14 @@ enum { N = 4096, ITERS = 20 };
 static void step(cudaStream_t s, float *x, float *y, unsigned long long *acc, int it)
 {
     unsigned long long t = (unsigned long long)it << 8;
-    LAUNCH(conf_mix, N, s, x, N, (unsigned long long)it);
+    LAUNCH(conf_step, N, s, x, N, (unsigned long long)it);
     LAUNCH(conf_chain, 0, s, acc, t++);
     LAUNCH(conf_scale, N, s, x, 0.5f, N);
     LAUNCH(conf_axpy, N, s, y, x, 0.25f, N);
     LAUNCH(conf_squash, N, s, y, N);
     for (int k = 0; k < 4; k++)
         LAUNCH(conf_chain, 0, s, acc, t++);
-    LAUNCH(conf_mix, N, s, y, N, (unsigned long long)it + 500);
+    LAUNCH(conf_step, N, s, y, N, (unsigned long long)it + 500);
     LAUNCH(conf_chain, 0, s, acc, t++);
 }
 
@@ -38,17 +38,17 @@ int main()
     LAUNCH(conf_init, N, s, x, N, 31ULL);
     LAUNCH(conf_init, N, s, y, N, 32ULL);
 
-    unsigned long long hash = CONF_FNV_OFFSET;
+    unsigned long long hash = CONF_HASH0;
     for (int it = 0; it < ITERS; it++) {
         step(s, x, y, acc, it);
-        hash = conf_mix_device(hash, acc, sizeof *acc, s); // a sync per iteration: replayed early
+        hash = conf_hash_stream(hash, acc, sizeof *acc, s); // a sync per iteration: replayed early
         if (it % 5 == 4) {
-            hash = conf_mix_device(hash, y, N * sizeof(float), s);
+            hash = conf_hash_stream(hash, y, N * sizeof(float), s);
             conf_print(hash);
         }
     }
     // Iteration 21: half a step in flight, then the program dies.
-    LAUNCH(conf_mix, N, s, x, N, (unsigned long long)ITERS);
+    LAUNCH(conf_step, N, s, x, N, (unsigned long long)ITERS);
     LAUNCH(conf_chain, 0, s, acc, 0xdeadULL);
     LAUNCH(conf_scale, N, s, x, 0.5f, N);
     fprintf(stderr, "conf-crash: aborting on purpose\n");

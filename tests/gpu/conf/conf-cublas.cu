@@ -65,10 +65,10 @@ int main()
         return 1;
     }
 
-    unsigned long long hash = CONF_FNV_OFFSET;
+    unsigned long long hash = CONF_HASH0;
     for (int it = 0; it < ITERS; it++) {
         float alpha = 1.0f / (float)N * (float)(1 + it % 3), half = 0.5f, zero = 0.0f, lt_alpha = 0.75f;
-        LAUNCH(conf_mix, NN, s, a, NN, (unsigned long long)it);
+        LAUNCH(conf_step, NN, s, a, NN, (unsigned long long)it);
         LAUNCH(conf_chain, 0, s, acc, (unsigned long long)it << 8);
         // C = alpha * A * B + C / 2
         CKB(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &alpha, a, N, b, N, &half, c, N));
@@ -85,9 +85,9 @@ int main()
         for (int k = 0; k < 3; k++)
             LAUNCH(conf_chain, 0, s, acc, ((unsigned long long)it << 8) + 2 + k);
         if (it % 10 == 9 || it == ITERS - 1) {
-            hash = conf_mix_device(hash, d, NN * sizeof(float), s);
-            hash = conf_mix_device(hash, a, NN * sizeof(float), s);
-            hash = conf_mix_device(hash, acc, sizeof *acc, s);
+            hash = conf_hash_stream(hash, d, NN * sizeof(float), s);
+            hash = conf_hash_stream(hash, a, NN * sizeof(float), s);
+            hash = conf_hash_stream(hash, acc, sizeof *acc, s);
             conf_print(hash);
         }
     }

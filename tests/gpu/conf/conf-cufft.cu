@@ -50,11 +50,11 @@ int main()
     CKS(cufftSetStream(c2c, s));
     CKS(cufftSetStream(r2c, s));
 
-    unsigned long long hash = CONF_FNV_OFFSET;
+    unsigned long long hash = CONF_HASH0;
     for (int it = 0; it < ITERS; it++) {
         unsigned long long tag = (unsigned long long)it << 8;
-        LAUNCH(conf_mix, 2 * NC, s, (float *)x, 2 * NC, (unsigned long long)it);
-        LAUNCH(conf_mix, NC, s, r, NC, (unsigned long long)it + 1000);
+        LAUNCH(conf_step, 2 * NC, s, (float *)x, 2 * NC, (unsigned long long)it);
+        LAUNCH(conf_step, NC, s, r, NC, (unsigned long long)it + 1000);
         LAUNCH(conf_chain, 0, s, chain, tag++);
         CKS(cufftExecC2C(c2c, x, y, CUFFT_FORWARD));
         LAUNCH(filter, NC, s, y, NC, 16 + (it % 5) * 32);
@@ -67,9 +67,9 @@ int main()
         for (int k = 0; k < 3; k++)
             LAUNCH(conf_chain, 0, s, chain, tag++);
         if (it % 10 == 9 || it == ITERS - 1) {
-            hash = conf_mix_device(hash, x, NC * sizeof *x, s);
-            hash = conf_mix_device(hash, acc, NR * sizeof *acc, s);
-            hash = conf_mix_device(hash, chain, sizeof *chain, s);
+            hash = conf_hash_stream(hash, x, NC * sizeof *x, s);
+            hash = conf_hash_stream(hash, acc, NR * sizeof *acc, s);
+            hash = conf_hash_stream(hash, chain, sizeof *chain, s);
             conf_print(hash);
         }
     }

@@ -41,7 +41,7 @@ int main()
     CKS(curandSetPseudoRandomGeneratorSeed(g, 1234ULL));
     CKS(curandSetStream(g, s));
 
-    unsigned long long hash = CONF_FNV_OFFSET;
+    unsigned long long hash = CONF_HASH0;
     for (int it = 0; it < ITERS; it++) {
         unsigned long long tag = (unsigned long long)it << 8;
         CKS(curandGenerateUniform(g, u, N));
@@ -56,10 +56,10 @@ int main()
         for (int k = 0; k < 4; k++)
             LAUNCH(conf_chain, 0, s, chain, tag++);
         if (it % 10 == 9 || it == ITERS - 1) {
-            hash = conf_mix_device(hash, x, N * sizeof *x, s);
-            hash = conf_mix_device(hash, count, N / 2 * sizeof *count, s);
-            hash = conf_mix_device(hash, z, N * sizeof *z, s);
-            hash = conf_mix_device(hash, chain, sizeof *chain, s);
+            hash = conf_hash_stream(hash, x, N * sizeof *x, s);
+            hash = conf_hash_stream(hash, count, N / 2 * sizeof *count, s);
+            hash = conf_hash_stream(hash, z, N * sizeof *z, s);
+            hash = conf_hash_stream(hash, chain, sizeof *chain, s);
             conf_print(hash);
         }
     }

@@ -67,7 +67,7 @@ int main()
     cudaGraph_t built;
     cudaGraphNode_t mix_node, chain_node, scale_node;
     CK(cudaGraphCreate(&built, 0));
-    cudaKernelNodeParams mix_p = node((void *)conf_mix, N, mix_args);
+    cudaKernelNodeParams mix_p = node((void *)conf_step, N, mix_args);
     cudaKernelNodeParams chain_p = node((void *)conf_chain, 0, chain_args);
     cudaKernelNodeParams scale_p = node((void *)conf_scale, N, scale_args);
     CK(cudaGraphAddKernelNode(&mix_node, built, NULL, 0, &mix_p));
@@ -76,10 +76,10 @@ int main()
     cudaGraphExec_t built_exec;
     CK(cudaGraphInstantiate(&built_exec, built, 0));
 
-    unsigned long long hash = CONF_FNV_OFFSET;
+    unsigned long long hash = CONF_HASH0;
     for (int it = 0; it < ITERS; it++) {
         unsigned long long t = (unsigned long long)it << 8;
-        LAUNCH(conf_mix, N, s, b.x, N, (unsigned long long)it);
+        LAUNCH(conf_step, N, s, b.x, N, (unsigned long long)it);
         LAUNCH(conf_chain, 0, s, b.acc, t++);
         if (it % 3 == 2) { // re-capture with another factor; the executable graph is updated in place
             cudaGraph_t again = capture(s, b, 0.5f + 0.125f * (float)(it % 4));
@@ -99,9 +99,9 @@ int main()
         CK(cudaGraphLaunch(captured_exec, s)); // the same graph twice in one iteration
         LAUNCH(conf_scale, N, s, b.y, 0.9f, N);
         if (it % 10 == 9 || it == ITERS - 1) {
-            hash = conf_mix_device(hash, b.x, N * sizeof(float), s);
-            hash = conf_mix_device(hash, b.y, N * sizeof(float), s);
-            hash = conf_mix_device(hash, b.acc, sizeof *b.acc, s);
+            hash = conf_hash_stream(hash, b.x, N * sizeof(float), s);
+            hash = conf_hash_stream(hash, b.y, N * sizeof(float), s);
+            hash = conf_hash_stream(hash, b.acc, sizeof *b.acc, s);
             conf_print(hash);
         }
     }

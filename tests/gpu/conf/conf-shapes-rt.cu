@@ -21,7 +21,7 @@ struct bufs {
 static void step(const bufs &b, int it, int n, bool last)
 {
     unsigned long long tag = (unsigned long long)it << 4;
-    LAUNCH(conf_mix, n, b.s, b.x, n, (unsigned long long)it);
+    LAUNCH(conf_step, n, b.s, b.x, n, (unsigned long long)it);
     LAUNCH(conf_scale, n, b.s, b.x, 0.5f, n);
     for (int i = 0; i < 3; i++)
         LAUNCH(conf_chain, 0, b.s, b.acc, tag++);
@@ -29,7 +29,7 @@ static void step(const bufs &b, int it, int n, bool last)
         LAUNCH(fill, n, b.s, b.y, (float)it, n);
     else
         LAUNCH(conf_axpy, n, b.s, b.y, b.x, 0.25f, n);
-    LAUNCH(conf_mix, n, b.s, b.x, n, (unsigned long long)it);
+    LAUNCH(conf_step, n, b.s, b.x, n, (unsigned long long)it);
     for (int i = 0; i < 3; i++)
         LAUNCH(conf_chain, 0, b.s, b.acc, tag++);
 }
@@ -37,14 +37,14 @@ static void step(const bufs &b, int it, int n, bool last)
 // Synchronises and folds the accumulator into h, like reading a loss every step.
 static unsigned long long sync_read(const bufs &b, unsigned long long h)
 {
-    return conf_mix_device(h, b.acc, sizeof *b.acc, b.s);
+    return conf_hash_stream(h, b.acc, sizeof *b.acc, b.s);
 }
 
 static unsigned long long print_state(const bufs &b, unsigned long long h)
 {
-    h = conf_mix_device(h, b.x, N * sizeof(float), b.s);
-    h = conf_mix_device(h, b.y, N * sizeof(float), b.s);
-    h = conf_mix_device(h, b.log, sizeof *b.log, b.s);
+    h = conf_hash_stream(h, b.x, N * sizeof(float), b.s);
+    h = conf_hash_stream(h, b.y, N * sizeof(float), b.s);
+    h = conf_hash_stream(h, b.log, sizeof *b.log, b.s);
     conf_print(h);
     return h;
 }
@@ -62,7 +62,7 @@ int main()
     CK(cudaMemsetAsync(b.acc, 0, sizeof *b.acc, b.s));
     CK(cudaMemsetAsync(b.log, 0, sizeof *b.log, b.s));
 
-    unsigned long long h = CONF_FNV_OFFSET;
+    unsigned long long h = CONF_HASH0;
     // Buckets of 256, 512, 1024, 768 elements (1 to 4 blocks), 7 iterations each.
     static const int bucket[] = { 256, 512, 1024, 768 };
     for (int it = 0; it < ITERS; it++) {

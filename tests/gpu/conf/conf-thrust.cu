@@ -71,7 +71,7 @@ int main()
     CK(cudaMemsetAsync(chain, 0, sizeof *chain, s));
     stream_alloc alloc{ s };
 
-    unsigned long long hash = CONF_FNV_OFFSET;
+    unsigned long long hash = CONF_HASH0;
     for (int it = 0; it < ITERS; it++) {
         unsigned long long tag = (unsigned long long)it << 8;
         auto policy = thrust::cuda::par_nosync(alloc).on(s);
@@ -82,7 +82,7 @@ int main()
         LAUNCH(conf_chain, 0, s, chain, tag++);
         unsigned total = 0;
         CKT(total = thrust::reduce(policy, vals, vals + N, 0u)); // returns to the host: syncs
-        hash = conf_mix_host(hash, &total, sizeof total);
+        hash = conf_hash(hash, &total, sizeof total);
 
         size_t bytes = 0;
         void *tmp;
@@ -99,9 +99,9 @@ int main()
         for (int k = 0; k < 3; k++)
             LAUNCH(conf_chain, 0, s, chain, tag++);
         if (it % 10 == 9 || it == ITERS - 1) {
-            hash = conf_mix_device(hash, acc, N * sizeof *acc, s);
-            hash = conf_mix_device(hash, sum, sizeof *sum, s);
-            hash = conf_mix_device(hash, chain, sizeof *chain, s);
+            hash = conf_hash_stream(hash, acc, N * sizeof *acc, s);
+            hash = conf_hash_stream(hash, sum, sizeof *sum, s);
+            hash = conf_hash_stream(hash, chain, sizeof *chain, s);
             conf_print(hash);
         }
     }

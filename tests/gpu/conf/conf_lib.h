@@ -1,20 +1,7 @@
-// Shared by the library-family GPU conformance programs (conf-*.cu): checked calls that name
-// file:line and the error and exit 1, small grid-stride kernels to put between library calls,
-// and the `checksum <16 hex>` line: 64-bit FNV-1a over device bytes copied back to the host.
+// What the library-family GPU conformance programs add to conf.h: checked library status codes,
+// a checked grid-stride launch, and small float kernels to put between library calls.
 #pragma once
-#include <cuda_runtime.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <vector>
-
-#define CK(call) conf_check((call), #call, __FILE__, __LINE__)
-static void conf_check(cudaError_t e, const char *what, const char *file, int line)
-{
-    if (e == cudaSuccess)
-        return;
-    fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, what, cudaGetErrorString(e));
-    exit(1);
-}
+#include "conf.h"
 
 // cuFFT and cuRAND have no status strings; 0 means success in every library's status enum.
 #define CKS(call) conf_check_status((int)(call), #call, __FILE__, __LINE__)
@@ -54,7 +41,7 @@ __global__ void conf_init(float *p, int n, unsigned long long seed)
 }
 
 // New input every step, bounded: p = p/2 + a step-dependent value in [0, 1).
-__global__ void conf_mix(float *p, int n, unsigned long long step)
+__global__ void conf_step(float *p, int n, unsigned long long step)
 {
     GRID_STRIDE(i, n)
         p[i] = p[i] * 0.5f + (float)((step * 2654435761ULL + (unsigned long long)i) % 1000) / 1000.0f;
@@ -83,28 +70,11 @@ __global__ void conf_chain(unsigned long long *acc, unsigned long long tag)
         *acc = (*acc * 1000003ULL) ^ tag;
 }
 
-#define CONF_FNV_OFFSET 0xcbf29ce484222325ULL
-
-static unsigned long long conf_mix_host(unsigned long long h, const void *p, size_t n)
-{
-    const unsigned char *b = (const unsigned char *)p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
-
-// Waits for stream s, then mixes n bytes of device memory into h.
-static unsigned long long conf_mix_device(unsigned long long h, const void *dev, size_t n, cudaStream_t s)
+// Waits for stream s, then folds n bytes of device memory into h.
+static unsigned long long conf_hash_stream(unsigned long long h, const void *dev, size_t n, cudaStream_t s)
 {
     std::vector<unsigned char> buf(n);
     CK(cudaMemcpyAsync(buf.data(), dev, n, cudaMemcpyDeviceToHost, s));
     CK(cudaStreamSynchronize(s));
-    return conf_mix_host(h, buf.data(), n);
-}
-
-// Flushed at once: a program that dies later must still have printed every line before it.
-static void conf_print(unsigned long long h)
-{
-    printf("checksum %016llx\n", h);
-    fflush(stdout);
+    return conf_hash(h, buf.data(), n);
 }
