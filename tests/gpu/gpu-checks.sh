@@ -87,7 +87,7 @@ if want conf; then
   # legacy-stream ordering, fork, a crash mid-iteration
   for c in events hostfunc uploads shapes legacy fork crash; do
     [ -x "$progs/conf_$c" ] || continue
-    SHIM_ENV="CUGRAFT_AUDIT=1" run conf-$c "$progs/conf_$c"; compare_exit conf-$c
+    SHIM_ENV="CUGRAFT_AUDIT=1" run conf_$c "$progs/conf_$c"; compare_exit conf_$c
   done
 fi
 if want conf-gpu; then
