@@ -1,6 +1,7 @@
 /* Report lines (events.h). Everything here runs off the hot path: on first occurrences, on
  * graph builds, and once at exit. */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -235,4 +236,44 @@ void cg_events_summary(void)
 	cg_layout_json_top(&j, "kernels", 20);
 	cg_audit_json(&j);
 	cg_report_finish(&j);
+}
+
+/* --- a fatal signal: the program ends before exit work, so one last record says how ---------- */
+static const int fatal_signals[] = { SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTERM };
+static pid_t fatal_owner;
+
+/* Async-signal-safe: a record formatted in a static buffer (no allocation, no lock), one
+ * write(2), then the signal again with its default action (SA_RESETHAND) once this returns. */
+static void on_fatal(int sig)
+{
+	static struct cg_json j;
+	if (getpid() == fatal_owner) { /* not in a fork()ed child writing into our report */
+		cg_json_begin(&j, "signal");
+		cg_json_int(&j, "signal", sig);
+		cg_json_str(&j, "name", sigabbrev_np(sig));
+		/* Deferred work still pending never ran: like launches still queued eagerly, it
+		 * dies with the process. */
+		cg_json_bool(&j, "work_pending", cg_any_pending());
+		size_t len;
+		const char *line = cg_json_end(&j) ? cg_json_line(&j, &len) : NULL;
+		if (line)
+			cg_report_write_unlocked(line, len);
+	}
+	raise(sig);
+}
+
+void cg_events_catch_fatal(void)
+{
+	if (!cg_report_active())
+		return;
+	fatal_owner = getpid();
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+		struct sigaction old, sa = { .sa_handler = on_fatal, .sa_flags = SA_RESETHAND };
+		/* The program's own handlers (set before, or later) take precedence over ours. */
+		if (sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+		    (old.sa_flags & SA_SIGINFO))
+			continue;
+		sigemptyset(&sa.sa_mask);
+		sigaction(fatal_signals[i], &sa, NULL);
+	}
 }

@@ -18,5 +18,8 @@ struct cg_json;
 void cg_nccl_json(struct cg_json *j);
 int cg_nccl_version(void);
 void cg_events_summary(void);
+/* Where the program has no handler of its own: SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL and
+ * SIGTERM leave a {"event":"signal"} record in the report before the process dies. */
+void cg_events_catch_fatal(void);
 
 #endif

@@ -143,6 +143,7 @@ void cg_shim_start(void)
 	cg_startup_checks();
 	cg_report_start();
 	cg_events_header();
+	cg_events_catch_fatal();
 	if (cg_opt_bool(CG_OPT_AUDIT))
 		cg_audit_start();
 	if (cg_shim.engine && !cg_shim.record_only)

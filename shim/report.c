@@ -110,6 +110,19 @@ const char *cg_report_path(void)
 	return cg_report_fd >= 0 ? cg_report_file : "";
 }
 
+void cg_report_write_unlocked(const char *line, size_t len)
+{
+	while (cg_report_fd >= 0 && len > 0) {
+		ssize_t n = write(cg_report_fd, line, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		line += n;
+		len -= (size_t)n;
+	}
+}
+
 void cg_report_emit(struct cg_json *j)
 {
 	if (cg_report_fd < 0)

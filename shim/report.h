@@ -36,6 +36,10 @@ bool cg_report_first(const char *kind, uint64_t key, unsigned limit);
  * file is unwritable. Does nothing unless cg_report_start ran. */
 void cg_report_finish(struct cg_json *summary);
 
+/* One finished line written as it is, without the lock or any logging: for a fatal-signal
+ * handler (a single write(2) appends it whole). */
+void cg_report_write_unlocked(const char *line, size_t len);
+
 /* Expands %p, %r, %% of `pattern` into out; -ENAMETOOLONG when it does not fit (unit tests). */
 int cg_report_expand(const char *pattern, long pid, long rank, char *out, size_t size);
 

@@ -90,6 +90,21 @@ static void cg_print_counts(const char *label, const struct cg_counts *c)
 	printf("\n");
 }
 
+/* A process killed by a signal wrote no summary, but a "signal" record (shim/events.c). */
+static void cg_print_ending(const struct cg_rfile *f)
+{
+	for (size_t i = 0; i < f->n_others; i++) {
+		const char *event = jv_str(jv_get(f->others[i], "event"));
+		if (event == NULL || strcmp(event, "signal") != 0)
+			continue;
+		const char *name = jv_str(jv_get(f->others[i], "name"));
+		const struct jv *pending = jv_get(f->others[i], "work_pending");
+		printf("  ended      by signal %.0f (SIG%s)%s\n", jv_num(jv_get(f->others[i], "signal"), 0),
+		       name ? name : "?", pending && pending->type == JV_BOOL && pending->b ?
+		       ", with deferred work not yet submitted (it died with the process)" : "");
+	}
+}
+
 /* The share replayed, host time saved and fallback counts of one file or the merge. */
 static void cg_print_totals(const struct cg_merged *m)
 {
@@ -214,6 +229,7 @@ int cg_cmd_report(int argc, char **argv)
 			struct cg_merged one = { 0 };
 			cg_merged_add(&one, &f);
 			cg_print_header(&f, index);
+			cg_print_ending(&f);
 			cg_print_totals(&one);
 			cg_print_firsts(&f);
 			double more = 0;

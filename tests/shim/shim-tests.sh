@@ -272,6 +272,14 @@ conf-crash) # abort() with launches in flight: the same death and checksum lines
 import json, sys
 for l in open(sys.argv[1]):
     json.loads(l)' "$tmp/s.jsonl" 2> "$tmp/json.err" || fail "report line is not JSON: $(tail -1 "$tmp/json.err")"
+  # the report says how the program ended (no summary: exit work never ran)
+  tail -1 "$tmp/s.jsonl" | grep -q '"event":"signal".*"signal":6,"name":"ABRT"' ||
+    fail "the report's last line is not the SIGABRT record: $(tail -1 "$tmp/s.jsonl" | cut -c1-120)"
+  cmd=$(dirname "$progs")/../tools/cugraft
+  if [ -x "$cmd" ]; then
+    "$cmd" report "$tmp/s.jsonl" > "$tmp/report.txt" 2>&1
+    grep -q 'ended *by signal 6 (SIGABRT)' "$tmp/report.txt" || fail "cugraft report does not say the job died of SIGABRT"
+  fi
   ;;
 coll|coll-group|coll-ranks|coll-diverge|coll-stall|coll-hostile) # CUGRAFT_SCOPE=+collectives: the vote
   # (shim/VOTE.md). The fake NCCL moves its data in a host function on the stream, which the fake
