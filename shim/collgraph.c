@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "collgraph.h"
 #include "driver.h"
 #include "json.h"
@@ -61,32 +62,17 @@ static unsigned n_comms, next_id;
 static struct counts total;
 static uint64_t fallbacks[CG_R_COUNT];
 
-/* --- the driver, in the stream's context ------------------------------------------------ */
-static bool push_ctx(CUcontext ctx)
-{
-	CUcontext cur = NULL;
-	CG_REAL(cuCtxGetCurrent)(&cur);
-	return ctx && cur != ctx && CG_REAL(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
-}
-
-static void pop_ctx(bool pushed)
-{
-	CUcontext popped;
-	if (pushed)
-		CG_REAL(cuCtxPopCurrent_v2)(&popped);
-}
-
 static void drop_graph(struct cg_coll_slot *s)
 {
 	if (s->exec || s->graph) {
-		bool pushed = atomic_load(&cg_shim.driver_gone) ? false : push_ctx(s->ctx);
 		if (!atomic_load(&cg_shim.driver_gone)) {
+			int in = cg_ctx_enter(s->ctx);
 			if (s->exec)
 				CG_REAL(cuGraphExecDestroy)(s->exec);
 			if (s->graph)
 				CG_REAL(cuGraphDestroy)(s->graph);
+			cg_ctx_leave(in);
 		}
-		pop_ctx(pushed);
 	}
 	s->exec = NULL;
 	s->graph = NULL;
@@ -250,9 +236,9 @@ static void reset_slot(struct cg_coll_slot *s)
 /* --- the collective ------------------------------------------------------------------------ */
 static bool launch(struct cg_coll_slot *s, CUstream stream)
 {
-	bool pushed = push_ctx(s->ctx);
-	CUresult e = CG_REAL(cuGraphLaunch)(s->exec, stream);
-	pop_ctx(pushed);
+	int in = cg_ctx_enter(s->ctx);
+	CUresult e = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : CG_REAL(cuGraphLaunch)(s->exec, stream);
+	cg_ctx_leave(in);
 	return e == CUDA_SUCCESS;
 }
 
@@ -262,7 +248,9 @@ static bool begin_capture(struct cg_coll_comm *r, struct cg_coll_call *c)
 	c->capture = NULL;
 	if (CG_REAL(cuStreamGetCtx)(c->stream, &ctx) != CUDA_SUCCESS || !ctx)
 		return false;
-	bool pushed = push_ctx(ctx);
+	int in = cg_ctx_enter(ctx);
+	if (in == CG_CTX_FAILED)
+		return false;
 	if (r->capture && r->capture_ctx != ctx) {
 		CG_REAL(cuStreamDestroy_v2)(r->capture);
 		r->capture = NULL;
@@ -273,7 +261,7 @@ static bool begin_capture(struct cg_coll_comm *r, struct cg_coll_call *c)
 	r->capture_ctx = r->capture ? ctx : NULL;
 	if (e == CUDA_SUCCESS)
 		e = CG_REAL(cuStreamBeginCapture_v2)(r->capture, CU_STREAM_CAPTURE_MODE_RELAXED);
-	pop_ctx(pushed);
+	cg_ctx_leave(in);
 	c->slot->ctx = ctx;
 	c->capture = e == CUDA_SUCCESS ? r->capture : NULL;
 	return e == CUDA_SUCCESS;
@@ -350,7 +338,7 @@ enum cg_coll_act cg_coll_captured(struct cg_coll_call *c, ncclResult_t result)
 	struct cg_coll_comm *r = c->rec;
 	struct cg_coll_slot *s = c->slot;
 	bool ok = result == ncclSuccess;
-	bool pushed = push_ctx(s->ctx);
+	int in = cg_ctx_enter(s->ctx);
 	if (c->capture) {
 		CUgraph g = NULL;
 		s->exec = NULL;
@@ -359,7 +347,7 @@ enum cg_coll_act cg_coll_captured(struct cg_coll_call *c, ncclResult_t result)
 		ok = ok && e == CUDA_SUCCESS && g &&
 		     CG_REAL(cuGraphInstantiateWithFlags)(&s->exec, g, 0) == CUDA_SUCCESS;
 	}
-	pop_ctx(pushed);
+	cg_ctx_leave(in);
 	/* Second vote: a graph on every rank, or the call eagerly on every rank. */
 	int64_t agreed;
 	enum cg_coll_act act = CG_COLL_EAGER;
@@ -400,9 +388,9 @@ void cg_coll_comm_gone(ncclComm_t comm)
 	for (int k = 0; k < SLOTS; k++)
 		drop_graph(&r->slots[k]);
 	if (r->capture) {
-		bool pushed = push_ctx(r->capture_ctx);
+		int in = cg_ctx_enter(r->capture_ctx);
 		CG_REAL(cuStreamDestroy_v2)(r->capture);
-		pop_ctx(pushed);
+		cg_ctx_leave(in);
 		r->capture = NULL;
 	}
 	pthread_mutex_unlock(&r->lock);
