@@ -61,7 +61,12 @@ static void cg_print_header(const struct cg_rfile *f, size_t index)
 		printf("?");
 	cg_print_version("· driver", jv_get(h, "driver_version"));
 	cg_print_version("· CUDA", jv_get(h, "cuda_version"));
-	cg_print_version("· NCCL", jv_get(h, "nccl_version"));
+	const struct jv *nccl = jv_get(h, "nccl_version");
+	if (nccl && nccl->type == JV_NUM && nccl->num >= 10000) /* NCCL_VERSION_CODE since 2.9 */
+		printf(" · NCCL %d.%d.%d", (int)nccl->num / 10000, (int)nccl->num % 10000 / 100,
+		       (int)nccl->num % 100);
+	else
+		cg_print_version("· NCCL", nccl);
 	printf("\n  options    ");
 	const struct jv *opts = jv_get(h, "options");
 	int shown = 0;
@@ -105,6 +110,22 @@ static void cg_print_ending(const struct cg_rfile *f)
 	}
 }
 
+/* The collectives scope (shim/VOTE.md): collectives launched from graphs and the votes held. */
+static void cg_print_collectives(const struct cg_merged *m)
+{
+	const struct cg_counts *v = cg_merged_map(m, "votes");
+	if (v == NULL || v->n == 0)
+		return;
+	const struct cg_counts *cg = cg_merged_map(m, "collective_graphs");
+	double seen = 0;
+	for (size_t i = 0; cg && i < cg->n; i++)
+		if (strcmp(cg->names[i], "seen") == 0)
+			seen = cg->counts[i];
+	printf("  collectives %.0f of %.0f in the scope launched from graphs\n",
+	       cg_merged_total(m, "collectives_graphed", 0), seen);
+	cg_print_counts("votes", v);
+}
+
 /* The share replayed, host time saved and fallback counts of one file or the merge. */
 static void cg_print_totals(const struct cg_merged *m)
 {
@@ -121,6 +142,7 @@ static void cg_print_totals(const struct cg_merged *m)
 		double escaped = cg_merged_total(m, "escaped_launches", -1);
 		if (escaped >= 0)
 			printf("  escaped    %.0f launches bypassed interception (audit)\n", escaped);
+		cg_print_collectives(m);
 	}
 	const struct cg_counts *fb = cg_merged_map(m, "fallbacks");
 	struct cg_counts sorted = { 0 };

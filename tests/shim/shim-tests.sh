@@ -318,6 +318,13 @@ for l in sys.stdin:
     # replays never enter NCCL
     [ "$(stat internal_launches "$tmp/s.nccl")" = $(( 40 - graphed + 1 + votes_held )) ] ||
       fail "NCCL made $(stat internal_launches "$tmp/s.nccl") internal launches, want $(( 40 - graphed + 1 + votes_held ))"
+    cmd=$(dirname "$progs")/../tools/cugraft
+    if [ -x "$cmd" ]; then
+      "$cmd" report "$tmp/s.jsonl" > "$tmp/report.txt" 2>&1
+      grep -q "collectives $graphed of 40 in the scope launched from graphs" "$tmp/report.txt" &&
+        grep -q "votes *held $votes_held · agreed $votes_held · declined 0" "$tmp/report.txt" ||
+        fail "cugraft report does not show the collectives and votes: $(grep -E 'collectives|votes' "$tmp/report.txt")"
+    fi
     ;;
   coll-group) # collectives inside a group stay eager: no vote at all
     eager e "$progs/ncclloop" --iters 30 --group
