@@ -27,6 +27,12 @@ extern struct cg_counters cg_count;
 CUresult cg_enter(enum cg_api id);
 #define CG_ENTER(sym) do { CUresult cg_r_ = cg_enter(CG_API_##sym); \
                            if (cg_r_ != CUDA_SUCCESS) return cg_r_; } while (0)
+/* An entry point and its _ptsz twin (the fake keeps no per-thread default streams: both behave
+ * alike), each counted and fault-injected under its own name. */
+#define CG_TWINS(sym, params, call)                                                             \
+  CUresult CUDAAPI sym params { CG_ENTER(sym); return call; }                                   \
+  CUresult CUDAAPI sym##_ptsz params { CG_ENTER(sym##_ptsz); return call; }
+
 /* The same for an `api@capture` FAKECUDA_FAIL rule, at the point the entry point this thread
  * entered adds a node to a capturing stream. */
 CUresult cg_enter_capture(void);

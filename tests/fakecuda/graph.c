@@ -224,17 +224,8 @@ static CUresult graph_launch(CUgraphExec hGraphExec, CUstream hStream)
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{
-  CG_ENTER(cuGraphLaunch);
-  return graph_launch(hGraphExec, hStream);
-}
-
-CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-  CG_ENTER(cuGraphLaunch_ptsz);
-  return graph_launch(hGraphExec, hStream);
-}
+CG_TWINS(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
+          graph_launch(hGraphExec, hStream))
 
 /* The executable copy of hNode, or NULL. Caller holds cg_lock. */
 static struct cg_node *exec_node(CUgraphExec hGraphExec, CUgraphNode hNode, enum cg_node_kind kind)

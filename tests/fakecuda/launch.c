@@ -120,23 +120,12 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
 
 #define DIMS(x, y, z) ((const unsigned[3]){ x, y, z })
 
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
-{
-  CG_ENTER(cuLaunchKernel);
-  return launch(f, DIMS(gridDimX, gridDimY, gridDimZ), DIMS(blockDimX, blockDimY, blockDimZ),
-                sharedMemBytes, hStream, kernelParams, extra, NULL, 0);
-}
-
-CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
-{
-  CG_ENTER(cuLaunchKernel_ptsz);
-  return launch(f, DIMS(gridDimX, gridDimY, gridDimZ), DIMS(blockDimX, blockDimY, blockDimZ),
-                sharedMemBytes, hStream, kernelParams, extra, NULL, 0);
-}
+CG_TWINS(cuLaunchKernel,
+          (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+           unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+           unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),
+          launch(f, DIMS(gridDimX, gridDimY, gridDimZ), DIMS(blockDimX, blockDimY, blockDimZ),
+                sharedMemBytes, hStream, kernelParams, extra, NULL, 0))
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
@@ -146,19 +135,9 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, 
                 params, extra, c->attrs, c->numAttrs);
 }
 
-CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-                                  void **extra)
-{
-  CG_ENTER(cuLaunchKernelEx);
-  return launch_ex(config, f, kernelParams, extra);
-}
-
-CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
-                                       void **kernelParams, void **extra)
-{
-  CG_ENTER(cuLaunchKernelEx_ptsz);
-  return launch_ex(config, f, kernelParams, extra);
-}
+CG_TWINS(cuLaunchKernelEx,
+          (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
+          launch_ex(config, f, kernelParams, extra))
 
 static CUresult host_func(CUstream hStream, CUhostFn fn, void *userData)
 {
@@ -175,14 +154,5 @@ static CUresult host_func(CUstream hStream, CUhostFn fn, void *userData)
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
-{
-  CG_ENTER(cuLaunchHostFunc);
-  return host_func(hStream, fn, userData);
-}
-
-CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
-{
-  CG_ENTER(cuLaunchHostFunc_ptsz);
-  return host_func(hStream, fn, userData);
-}
+CG_TWINS(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData),
+          host_func(hStream, fn, userData))

@@ -170,47 +170,17 @@ static CUresult copy_async(void *dst, const void *src, size_t n, CUstream hStrea
   return cg_capture_node(s, &node);
 }
 
-CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
-                                      CUstream hStream)
-{
-  CG_ENTER(cuMemcpyHtoDAsync_v2);
-  return copy_async((void *)dstDevice, srcHost, ByteCount, hStream, false);
-}
+CG_TWINS(cuMemcpyHtoDAsync_v2,
+          (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),
+          copy_async((void *)dstDevice, srcHost, ByteCount, hStream, false))
 
-CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
-                                           size_t ByteCount, CUstream hStream)
-{
-  CG_ENTER(cuMemcpyHtoDAsync_v2_ptsz);
-  return copy_async((void *)dstDevice, srcHost, ByteCount, hStream, false);
-}
+CG_TWINS(cuMemcpyDtoHAsync_v2,
+          (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+          copy_async(dstHost, (const void *)srcDevice, ByteCount, hStream, false))
 
-CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-                                      CUstream hStream)
-{
-  CG_ENTER(cuMemcpyDtoHAsync_v2);
-  return copy_async(dstHost, (const void *)srcDevice, ByteCount, hStream, false);
-}
-
-CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-                                           CUstream hStream)
-{
-  CG_ENTER(cuMemcpyDtoHAsync_v2_ptsz);
-  return copy_async(dstHost, (const void *)srcDevice, ByteCount, hStream, false);
-}
-
-CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                      size_t ByteCount, CUstream hStream)
-{
-  CG_ENTER(cuMemcpyDtoDAsync_v2);
-  return copy_async((void *)dstDevice, (const void *)srcDevice, ByteCount, hStream, true);
-}
-
-CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                           size_t ByteCount, CUstream hStream)
-{
-  CG_ENTER(cuMemcpyDtoDAsync_v2_ptsz);
-  return copy_async((void *)dstDevice, (const void *)srcDevice, ByteCount, hStream, true);
-}
+CG_TWINS(cuMemcpyDtoDAsync_v2,
+          (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+          copy_async((void *)dstDevice, (const void *)srcDevice, ByteCount, hStream, true))
 
 static CUresult set_async(CUdeviceptr dst, unsigned value, unsigned elem, size_t n, CUstream hStream)
 {
@@ -225,28 +195,8 @@ static CUresult set_async(CUdeviceptr dst, unsigned value, unsigned elem, size_t
   return cg_capture_node(s, &node);
 }
 
-CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
-{
-  CG_ENTER(cuMemsetD8Async);
-  return set_async(dstDevice, uc, 1, N, hStream);
-}
+CG_TWINS(cuMemsetD8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),
+          set_async(dstDevice, uc, 1, N, hStream))
 
-CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N,
-                                      CUstream hStream)
-{
-  CG_ENTER(cuMemsetD8Async_ptsz);
-  return set_async(dstDevice, uc, 1, N, hStream);
-}
-
-CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
-{
-  CG_ENTER(cuMemsetD32Async);
-  return set_async(dstDevice, ui, 4, N, hStream);
-}
-
-CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
-                                       CUstream hStream)
-{
-  CG_ENTER(cuMemsetD32Async_ptsz);
-  return set_async(dstDevice, ui, 4, N, hStream);
-}
+CG_TWINS(cuMemsetD32Async, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),
+          set_async(dstDevice, ui, 4, N, hStream))

@@ -98,29 +98,11 @@ static CUresult stream_wait(CUstream hStream)
   return cg_capturing(s) ? cg_capture_refuse(s) : CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
-{
-  CG_ENTER(cuStreamSynchronize);
-  return stream_wait(hStream);
-}
+CG_TWINS(cuStreamSynchronize, (CUstream hStream),
+          stream_wait(hStream))
 
-CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream)
-{
-  CG_ENTER(cuStreamSynchronize_ptsz);
-  return stream_wait(hStream);
-}
-
-CUresult CUDAAPI cuStreamQuery(CUstream hStream)
-{
-  CG_ENTER(cuStreamQuery);
-  return stream_wait(hStream);
-}
-
-CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
-{
-  CG_ENTER(cuStreamQuery_ptsz);
-  return stream_wait(hStream);
-}
+CG_TWINS(cuStreamQuery, (CUstream hStream),
+          stream_wait(hStream))
 
 static CUresult get_flags(CUstream hStream, unsigned int *flags)
 {
@@ -131,17 +113,8 @@ static CUresult get_flags(CUstream hStream, unsigned int *flags)
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int *flags)
-{
-  CG_ENTER(cuStreamGetFlags);
-  return get_flags(hStream, flags);
-}
-
-CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
-{
-  CG_ENTER(cuStreamGetFlags_ptsz);
-  return get_flags(hStream, flags);
-}
+CG_TWINS(cuStreamGetFlags, (CUstream hStream, unsigned int *flags),
+          get_flags(hStream, flags))
 
 static CUresult get_ctx(CUstream hStream, CUcontext *pctx)
 {
@@ -154,17 +127,8 @@ static CUresult get_ctx(CUstream hStream, CUcontext *pctx)
   return r;
 }
 
-CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
-{
-  CG_ENTER(cuStreamGetCtx);
-  return get_ctx(hStream, pctx);
-}
-
-CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
-{
-  CG_ENTER(cuStreamGetCtx_ptsz);
-  return get_ctx(hStream, pctx);
-}
+CG_TWINS(cuStreamGetCtx, (CUstream hStream, CUcontext *pctx),
+          get_ctx(hStream, pctx))
 
 struct cg_event {
   enum cg_magic magic;
@@ -187,17 +151,8 @@ static CUresult wait_event(CUstream hStream, CUevent hEvent)
   return cg_capturing(s) ? cg_capture_refuse(s) : CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-  CG_ENTER(cuStreamWaitEvent);
-  return wait_event(hStream, hEvent);
-}
-
-CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-  CG_ENTER(cuStreamWaitEvent_ptsz);
-  return wait_event(hStream, hEvent);
-}
+CG_TWINS(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
+          wait_event(hStream, hEvent))
 
 static CUresult is_capturing(CUstream hStream, CUstreamCaptureStatus *status)
 {
@@ -210,17 +165,8 @@ static CUresult is_capturing(CUstream hStream, CUstreamCaptureStatus *status)
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-  CG_ENTER(cuStreamIsCapturing);
-  return is_capturing(hStream, captureStatus);
-}
-
-CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-  CG_ENTER(cuStreamIsCapturing_ptsz);
-  return is_capturing(hStream, captureStatus);
-}
+CG_TWINS(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+          is_capturing(hStream, captureStatus))
 
 static CUresult begin_capture(CUstream hStream)
 {
@@ -243,17 +189,8 @@ static CUresult begin_capture(CUstream hStream)
   return r;
 }
 
-CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{
-  CG_ENTER(cuStreamBeginCapture_v2);
-  return begin_capture(hStream);
-}
-
-CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
-{
-  CG_ENTER(cuStreamBeginCapture_v2_ptsz);
-  return begin_capture(hStream);
-}
+CG_TWINS(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
+          begin_capture(hStream))
 
 static CUresult end_capture(CUstream hStream, CUgraph *phGraph)
 {
@@ -279,17 +216,8 @@ static CUresult end_capture(CUstream hStream, CUgraph *phGraph)
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
-{
-  CG_ENTER(cuStreamEndCapture);
-  return end_capture(hStream, phGraph);
-}
-
-CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
-{
-  CG_ENTER(cuStreamEndCapture_ptsz);
-  return end_capture(hStream, phGraph);
-}
+CG_TWINS(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
+          end_capture(hStream, phGraph))
 
 /* The dependency set is {last node added}: it lets a caller map each captured op to its node.
  * It points into the stream, valid until the next operation on it, as in the real driver. */
@@ -312,24 +240,12 @@ static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cu
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-  cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out,
-  const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
-{
-  CG_ENTER(cuStreamGetCaptureInfo_v3);
-  return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
-                      edgeData_out, numDependencies_out);
-}
-
-CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
-  CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
-  const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out,
-  size_t *numDependencies_out)
-{
-  CG_ENTER(cuStreamGetCaptureInfo_v3_ptsz);
-  return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
-                      edgeData_out, numDependencies_out);
-}
+CG_TWINS(cuStreamGetCaptureInfo_v3,
+          (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+           CUgraph *graph_out, const CUgraphNode **dependencies_out,
+           const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+          capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                      edgeData_out, numDependencies_out))
 
 CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
@@ -367,17 +283,8 @@ static CUresult record(CUevent hEvent, CUstream hStream)
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
-{
-  CG_ENTER(cuEventRecord);
-  return record(hEvent, hStream);
-}
-
-CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-  CG_ENTER(cuEventRecord_ptsz);
-  return record(hEvent, hStream);
-}
+CG_TWINS(cuEventRecord, (CUevent hEvent, CUstream hStream),
+          record(hEvent, hStream))
 
 CUresult CUDAAPI cuEventQuery(CUevent hEvent)
 {
