@@ -80,8 +80,17 @@ static void drop_graph(struct cg_coll_slot *s)
 }
 
 /* --- records ------------------------------------------------------------------------------ */
+/* How long a communicator's end (or exit) waits for a vote thread still inside NCCL on it:
+ * the vote timeout, and at least 10 s, since the first split of a job can take seconds. */
+static long leave_wait_ms(void)
+{
+	long t = (long)cg_opt_int(CG_OPT_VOTE_TIMEOUT_MS);
+	return t > 10000 ? t : 10000;
+}
+
 static void destroy_all_graphs(void)
 {
+	cg_voters_leave_parent(NULL, leave_wait_ms());
 	for (unsigned i = 0; i < n_comms; i++) {
 		struct cg_coll_comm *r = &comms[i];
 		if (!r->slots || pthread_mutex_trylock(&r->lock) != 0)
@@ -381,6 +390,7 @@ void cg_coll_comm_gone(ncclComm_t comm)
 	pthread_mutex_unlock(&table_lock);
 	if (!r)
 		return;
+	cg_voters_leave_parent(comm, leave_wait_ms());
 	pthread_mutex_lock(&r->lock);
 	if (r->voter)
 		cg_voter_stop(r->voter);

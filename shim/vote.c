@@ -26,8 +26,9 @@ struct cg_voter {
 	enum phase phase;
 	enum op op;
 	bool abandoned;      /* the caller stopped waiting: nobody reads answers any more */
-	bool vcomm_aborted;  /* whoever aborts the vote communicator sets this first */
 	bool exited;         /* the thread released its resources and returned */
+	bool in_parent;      /* the thread is inside an NCCL call on `parent` (the split) */
+	struct cg_voter *next_all; /* every voter ever started (none is freed) */
 	enum cg_vote_result result;
 	int64_t in, max, min;
 	long timeout_ms;
@@ -39,6 +40,9 @@ struct cg_voter {
 	int64_t *host;       /* pinned: {v, -v} going out, {max, -min} coming back */
 	int rank, nranks;
 };
+
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cg_voter *all_voters;
 
 static enum cg_vote_result setup(struct cg_voter *v)
 {
@@ -97,6 +101,8 @@ static void *voter_main(void *arg)
 		CG_REAL(cuCtxSetCurrent)(v->ctx);
 	enum cg_vote_result r = setup(v);
 	pthread_mutex_lock(&v->lock);
+	v->in_parent = false;
+	pthread_cond_broadcast(&v->cond);
 	for (;;) {
 		if (!v->abandoned) {
 			v->result = r;
@@ -116,9 +122,8 @@ static void *voter_main(void *arg)
 		r = vote_once(v, value);
 		pthread_mutex_lock(&v->lock);
 	}
-	bool end_vcomm = v->vcomm && !v->vcomm_aborted;
+	bool end_vcomm = v->vcomm != NULL;
 	bool stop = !v->abandoned && r == CG_VOTE_OK && v->op == OP_STOP;
-	v->vcomm_aborted = true;
 	pthread_mutex_unlock(&v->lock);
 	release(v, end_vcomm, stop);
 	pthread_mutex_lock(&v->lock);
@@ -129,7 +134,9 @@ static void *voter_main(void *arg)
 }
 
 /* Waits (lock held) for the answer to the request just posted. On the deadline the voter is
- * abandoned and its vote communicator aborted here: that wakes a thread blocked in NCCL. */
+ * abandoned; its vote communicator is NOT aborted here: the voter thread may be inside (or about
+ * to enter) an NCCL call on it, and an abort from this thread would free the communicator under
+ * that call. The voter thread aborts it itself if the call ever returns. */
 static enum cg_vote_result await(struct cg_voter *v, int64_t *max, int64_t *min)
 {
 	struct timespec until = cg_deadline_ms(v->timeout_ms);
@@ -144,11 +151,7 @@ static enum cg_vote_result await(struct cg_voter *v, int64_t *max, int64_t *min)
 		return r;
 	}
 	v->abandoned = true;
-	ncclComm_t vc = v->vcomm_aborted ? NULL : v->vcomm;
-	v->vcomm_aborted = true;
 	pthread_mutex_unlock(&v->lock);
-	if (vc)
-		v->nccl->abort(vc);
 	return CG_VOTE_TIMEOUT;
 }
 
@@ -169,6 +172,11 @@ struct cg_voter *cg_voter_start(const struct cg_vote_nccl *nccl, ncclComm_t comm
 	v->timeout_ms = timeout_ms;
 	v->phase = ASKED;
 	v->op = OP_SETUP;
+	v->in_parent = true;
+	pthread_mutex_lock(&all_lock);
+	v->next_all = all_voters;
+	all_voters = v;
+	pthread_mutex_unlock(&all_lock);
 
 	sigset_t all, old;
 	sigfillset(&all);
@@ -183,10 +191,8 @@ struct cg_voter *cg_voter_start(const struct cg_vote_nccl *nccl, ncclComm_t comm
 	int rc = pthread_create(&t, &attr, voter_main, v);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		pthread_mutex_destroy(&v->lock);
-		pthread_cond_destroy(&v->cond);
-		free(v);
+	if (rc != 0) { /* stays on the list, never in a call */
+		v->in_parent = false;
 		return NULL;
 	}
 	int64_t unused_max, unused_min;
@@ -242,4 +248,25 @@ void cg_voter_stop(struct cg_voter *v)
 	/* Not aborted as well: that would free what the destroy still uses. */
 	cg_log(CG_LOG_WARN, "the vote communicator was not destroyed within %ld ms; left behind",
 	       v->timeout_ms);
+}
+
+void cg_voters_leave_parent(ncclComm_t parent, long wait_ms)
+{
+	pthread_mutex_lock(&all_lock);
+	struct cg_voter *list = all_voters;
+	pthread_mutex_unlock(&all_lock);
+	for (struct cg_voter *v = list; v; v = v->next_all) {
+		if (parent && v->parent != parent)
+			continue;
+		pthread_mutex_lock(&v->lock);
+		struct timespec until = cg_deadline_ms(wait_ms);
+		int rc = 0;
+		while (v->in_parent && rc != ETIMEDOUT)
+			rc = pthread_cond_timedwait(&v->cond, &v->lock, &until);
+		bool stuck = v->in_parent;
+		pthread_mutex_unlock(&v->lock);
+		if (stuck)
+			cg_log(CG_LOG_WARN, "a vote thread is still inside ncclCommSplit after %ld ms "
+			       "(a rank is missing?): the communicator goes from under it", wait_ms);
+	}
 }

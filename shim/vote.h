@@ -34,13 +34,18 @@ struct cg_voter;
 struct cg_voter *cg_voter_start(const struct cg_vote_nccl *nccl, ncclComm_t comm, CUcontext ctx,
                                 long timeout_ms, enum cg_vote_result *why);
 /* All ranks' max and min of `value` (one all-reduce of {v, -v} with ncclMax). On a timeout the
- * vote communicator has been aborted and the voter is dead: later calls return CG_VOTE_FAILED,
- * and so do they after a failed vote (its thread has released everything and exited). */
+ * voter is abandoned (its thread aborts the vote communicator if its call ever returns): later
+ * calls return CG_VOTE_FAILED, and so do they after a failed vote (its thread has released
+ * everything and exited). */
 enum cg_vote_result cg_vote(struct cg_voter *v, int64_t value, int64_t *max, int64_t *min);
 int cg_voter_rank(const struct cg_voter *v);
 int cg_voter_nranks(const struct cg_voter *v);
 /* Before the parent communicator goes: the thread destroys the vote communicator, frees its
  * stream and buffers and exits; waits at most the timeout. `v` must not be used again. */
 void cg_voter_stop(struct cg_voter *v);
+/* Before `parent` goes (NULL: every communicator, at exit): waits up to wait_ms for any voter
+ * thread, also an abandoned one, that is still inside an NCCL call on it (the split), so that
+ * the program's destroy does not free the communicator under it. */
+void cg_voters_leave_parent(ncclComm_t parent, long wait_ms);
 
 #endif
