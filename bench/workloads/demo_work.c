@@ -155,16 +155,8 @@ int main(int argc, char **argv)
     if (iters < 1 || warmup < 1)
         usage(argv[0]);
 
-    CUdevice dev;
-    CUcontext ctx;
-    CUmodule mod;
     CUstream s;
-    HG_CHECK(cuInit(0));
-    HG_CHECK(cuDeviceGet(&dev, 0));
-    /* The primary context, so that cuBLASLt (through its CUDA runtime) works in the same one. */
-    HG_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    HG_CHECK(cuCtxSetCurrent(ctx));
-    HG_CHECK(cuModuleLoadData(&mod, demo_kernels_ptx));
+    CUmodule mod = hg_open(demo_kernels_ptx);
     HG_CHECK(cuModuleGetFunction(&k_chain, mod, "cg_chain"));
     HG_CHECK(cuModuleGetFunction(&k_fill, mod, "cg_fill_f32"));
     HG_CHECK(cuModuleGetFunction(&k_axpy, mod, "cg_axpy_f32"));

@@ -138,3 +138,16 @@ void hg_launch(struct hand_graph *h, CUfunction f, unsigned grid, unsigned block
     memcpy(n->bytes, a->bytes, a->len);
     h->patched++;
 }
+
+CUmodule hg_open(const char *ptx)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    HG_CHECK(cuInit(0));
+    HG_CHECK(cuDeviceGet(&dev, 0));
+    HG_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    HG_CHECK(cuCtxSetCurrent(ctx));
+    HG_CHECK(cuModuleLoadData(&mod, ptx));
+    return mod;
+}

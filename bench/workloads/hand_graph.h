@@ -45,6 +45,10 @@ static inline int hg_issue_untracked(const struct hand_graph *h) { return h->mod
 /* A 1-D launch of f on h->stream (or its graph node). */
 void hg_launch(struct hand_graph *h, CUfunction f, unsigned grid, unsigned block, struct hg_args *a);
 
+/* The driver on device 0's primary context (the one cuBLASLt's runtime uses too), made
+ * current, and the module of this PTX loaded in it. */
+CUmodule hg_open(const char *ptx);
+
 /* Exit with the driver's error name; these programs have no recovery to offer. */
 void hg_check(CUresult r, const char *what);
 #define HG_CHECK(call) hg_check((call), #call)

@@ -28,17 +28,10 @@ int main(int argc, char **argv)
     const int sync_each = opt.sync_each, use_graph = opt.use_graph;
     int n = blocks * BLOCK;
 
-    CUdevice dev;
-    CUcontext ctx;
-    CUmodule mod;
     CUfunction f;
     CUstream s;
     CUdeviceptr p;
-    HG_CHECK(cuInit(0));
-    HG_CHECK(cuDeviceGet(&dev, 0));
-    HG_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    HG_CHECK(cuCtxSetCurrent(ctx));
-    HG_CHECK(cuModuleLoadData(&mod, mb_kernels_ptx));
+    CUmodule mod = hg_open(mb_kernels_ptx);
     HG_CHECK(cuModuleGetFunction(&f, mod, "mb_axb"));
     HG_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     HG_CHECK(cuMemAlloc(&p, (size_t)n * sizeof(float)));
