@@ -218,7 +218,7 @@ static bool vote(struct cg_coll_comm *r, const struct cg_coll_call *c, int64_t l
 		enum cg_reason why = v == CG_VOTE_TIMEOUT ? CG_R_VOTE_TIMEOUT : CG_R_VOTE_UNAVAILABLE;
 		if (v == CG_VOTE_TIMEOUT)
 			COUNT(r, timed_out);
-		r->voter = NULL; /* its thread releases it; a timed-out one was aborted already */
+		r->voter = NULL; /* its thread releases it (after a timeout: once its call returns) */
 		report_vote(r, c, v == CG_VOTE_TIMEOUT ? "timeout" : "failed", why, local, 0, 0);
 		switch_off(r, why);
 		return false;
