@@ -89,7 +89,13 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--out", required=True, help="file for the per-step losses (rank > 0: .rankN added)")
     ap.add_argument("--ddp", action="store_true", help="DistributedDataParallel, NCCL backend")
+    ap.add_argument("--shape-change", metavar="RANK:STEP", default="",
+                    help="from step STEP on, rank RANK trains on half batches (a different last stretch)")
     args = ap.parse_args()
+    try:
+        change_rank, change_step = map(int, args.shape_change.split(":")) if args.shape_change else (-1, 0)
+    except ValueError:
+        sys.exit("error: --shape-change wants RANK:STEP")
     if not torch.cuda.is_available():
         sys.exit("error: train_torch.py needs a CUDA GPU (torch.cuda.is_available() is False)")
 
@@ -114,6 +120,8 @@ def main():
         dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
         if args.mode == "graph":
             sys.exit("error: --ddp with --mode graph is not supported here")
+    if args.mode == "graph" and args.shape_change:
+        sys.exit("error: --shape-change with --mode graph is not supported here")
     model = (MLP() if args.model == "mlp" else Transformer()).to(dev).train()
     xs, ys = make_batches(args.model, dev)
     if args.ddp:
@@ -133,7 +141,8 @@ def main():
         def step(i):
             opt.zero_grad(set_to_none=True)
             b = (i * world + rank) % N_BATCHES
-            loss = fwd(xs[b], ys[b])
+            rows = xs.shape[1] // 2 if rank == change_rank and i >= change_step else xs.shape[1]
+            loss = fwd(xs[b, :rows], ys[b, :rows])
             loss.backward()
             opt.step()
             return loss.item()

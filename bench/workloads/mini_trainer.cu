@@ -2,17 +2,31 @@
 // softmax cross-entropy on synthetic deterministic batches, cuBLASLt matmuls, gradient-norm
 // clipping and AdamW over 130 parameter tensors (~270 launches a step, no atomics anywhere).
 // --graph: the hand-made reference, one training step captured once and patched per step.
+//
+// Data parallel (--nccl-id-file F; RANK and WORLD_SIZE from the environment as launchers set
+// them): each rank trains on its own batches on GPU LOCAL_RANK (else RANK) modulo the device
+// count, averages the gradients with one in-place ncclAllReduce (ncclAvg) before clipping, and
+// logs the ranks' mean loss with a second all-reduce. Rank 0 writes the NCCL unique id to F, the
+// others wait for it. --shape-change R:S: from step S on, rank R trains on half batches (a
+// different last stretch of data). Each batch shape has its own workspace (activations, loss,
+// matmul plans), so rank R's loss all-reduce then reads another buffer: its collective differs
+// from its earlier steps while the other ranks' repeat.
 #include "checksum.h"
 #include "capture_rt.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <vector>
+#ifdef WL_NCCL
+#include <nccl.h>
+#endif
 
 enum { B = 64, I = 512, H = 1024, O = 512, SLICE = 8192, THREADS = 256, WS_BYTES = 4 << 20 };
 
@@ -42,11 +56,12 @@ __device__ __host__ static unsigned long long mix64(unsigned long long z)
 }
 __device__ static float uniform_pm1(unsigned long long h) { return (float)(h >> 40) / 8388608.0f - 1.0f; }
 
-// Batch `step`: each row has a label and a noisy input with a bump at the label's feature.
-__global__ void gen_batch(float *x, int *labels, unsigned long long step)
+// Batch `step` (`rows` of at most B): each row has a label and a noisy input with a bump at the
+// label's feature.
+__global__ void gen_batch(float *x, int *labels, int rows, unsigned long long step)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= B * I)
+    if (i >= rows * I)
         return;
     int row = i / I, col = i % I;
     int label = (int)(mix64(step * B + row) % O);
@@ -185,7 +200,7 @@ struct gemm {
     cublasLtMatmulAlgo_t algo;
 };
 static cublasLtHandle_t lt;
-static void *workspace;
+static void *lt_workspace;
 
 static gemm gemm_plan(int M, int N, int K, bool trans_a, bool trans_b)
 {
@@ -220,7 +235,7 @@ static gemm gemm_plan(int M, int N, int K, bool trans_a, bool trans_b)
 static void gemm_run(const gemm &g, float *c, const float *a, const float *b, cudaStream_t s)
 {
     const float one = 1.0f, zero = 0.0f;
-    CHECK_LT(cublasLtMatmul(lt, g.desc, &one, b, g.la, a, g.lb, &zero, c, g.lc, c, g.lc, &g.algo, workspace,
+    CHECK_LT(cublasLtMatmul(lt, g.desc, &one, b, g.la, a, g.lb, &zero, c, g.lc, c, g.lc, &g.algo, lt_workspace,
                             WS_BYTES, s));
 }
 
@@ -236,13 +251,27 @@ struct adam_hparams {
     float lr, beta1, beta2, eps, wd;
 };
 
+// What one batch shape needs: activations, the loss, and matmul plans for `rows` rows.
+struct workspace {
+    int rows;
+    float *x, *hpre, *h, *logits, *dlogits, *row_loss, *loss, *dh, *dhpre;
+    int *labels;
+    gemm fwd1, fwd2, dw2, dh_, dw1;
+};
+
 struct model {
     float *params, *grads, *m, *v;
     float *w1, *b1, *w2, *b2, *gw1, *gb1, *gw2, *gb2;
-    float *x, *hpre, *h, *logits, *dlogits, *row_loss, *loss, *dh, *dhpre, *sq, *clip;
-    int *labels;
+    float *sq, *clip, *mean_loss;
     std::vector<tensor> tensors;
-    gemm fwd1, fwd2, dw2, dh_, dw1;
+};
+
+// The data-parallel group (world 1: none).
+struct ranks {
+    int rank = 0, world = 1;
+#ifdef WL_NCCL
+    ncclComm_t comm = NULL;
+#endif
 };
 
 static void add_tensors(std::vector<tensor> &t, size_t off, size_t n)
@@ -268,23 +297,49 @@ static void set_node(cudaGraphExec_t exec, cudaGraphNode_t node, void *func, uns
     CHECK(cudaGraphExecKernelNodeSetParams(exec, node, &kp));
 }
 
-// One training step on s. With hg capturing, remembers the per-step nodes.
-static void train_step(model &md, const adam_hparams &hp, unsigned long long step, cudaStream_t s, hand_graph *hg)
+#ifdef WL_NCCL
+#define CHECK_NCCL(call) check_nccl((call), #call)
+static void check_nccl(ncclResult_t r, const char *what)
 {
-    gen_batch<<<blocks_for(B * I), THREADS, 0, s>>>(md.x, md.labels, step);
+    if (r != ncclSuccess) {
+        fprintf(stderr, "error: %s failed: %s\n", what, ncclGetErrorString(r));
+        exit(1);
+    }
+}
+#endif
+
+// Averages n floats in place over the ranks (nothing with one rank).
+static void average(const ranks &rk, float *buf, float *out, size_t n, cudaStream_t s)
+{
+#ifdef WL_NCCL
+    if (rk.comm)
+        CHECK_NCCL(ncclAllReduce(buf, out, n, ncclFloat, ncclAvg, rk.comm, s));
+#else
+    (void)rk, (void)buf, (void)out, (void)n, (void)s;
+#endif
+}
+
+// One training step on s with workspace a. With hg capturing, remembers the per-step nodes.
+static void train_step(model &md, workspace &a, const ranks &rk, const adam_hparams &hp, unsigned long long step,
+                       cudaStream_t s, hand_graph *hg)
+{
+    const int rows = a.rows;
+    const size_t n_params = md.tensors.back().off + md.tensors.back().n;
+    gen_batch<<<blocks_for(rows * I), THREADS, 0, s>>>(a.x, a.labels, rows, step * rk.world + rk.rank);
     if (hg)
         hg->batch_node = wl_last_captured(s);
-    gemm_run(md.fwd1, md.hpre, md.x, md.w1, s);
-    bias_gelu<<<blocks_for(B * H), THREADS, 0, s>>>(md.hpre, md.h, md.b1, B, H);
-    gemm_run(md.fwd2, md.logits, md.h, md.w2, s);
-    softmax_xent<<<B, THREADS, 0, s>>>(md.logits, md.b2, md.labels, md.dlogits, md.row_loss, O);
-    mean_loss<<<1, 1, 0, s>>>(md.row_loss, md.loss, B);
-    gemm_run(md.dw2, md.gw2, md.dlogits, md.h, s);
-    column_sum<<<blocks_for(O), THREADS, 0, s>>>(md.dlogits, md.gb2, B, O);
-    gemm_run(md.dh_, md.dh, md.dlogits, md.w2, s);
-    gelu_backward<<<blocks_for(B * H), THREADS, 0, s>>>(md.dh, md.hpre, md.dhpre, B * H);
-    gemm_run(md.dw1, md.gw1, md.dhpre, md.x, s);
-    column_sum<<<blocks_for(H), THREADS, 0, s>>>(md.dhpre, md.gb1, B, H);
+    gemm_run(a.fwd1, a.hpre, a.x, md.w1, s);
+    bias_gelu<<<blocks_for(rows * H), THREADS, 0, s>>>(a.hpre, a.h, md.b1, rows, H);
+    gemm_run(a.fwd2, a.logits, a.h, md.w2, s);
+    softmax_xent<<<rows, THREADS, 0, s>>>(a.logits, md.b2, a.labels, a.dlogits, a.row_loss, O);
+    mean_loss<<<1, 1, 0, s>>>(a.row_loss, a.loss, rows);
+    gemm_run(a.dw2, md.gw2, a.dlogits, a.h, s);
+    column_sum<<<blocks_for(O), THREADS, 0, s>>>(a.dlogits, md.gb2, rows, O);
+    gemm_run(a.dh_, a.dh, a.dlogits, md.w2, s);
+    gelu_backward<<<blocks_for(rows * H), THREADS, 0, s>>>(a.dh, a.hpre, a.dhpre, rows * H);
+    gemm_run(a.dw1, md.gw1, a.dhpre, a.x, s);
+    column_sum<<<blocks_for(H), THREADS, 0, s>>>(a.dhpre, md.gb1, rows, H);
+    average(rk, md.grads, md.grads, n_params, s);
     for (size_t t = 0; t < md.tensors.size(); t++)
         sq_norm<<<1, THREADS, 0, s>>>(md.grads + md.tensors[t].off, md.tensors[t].n, md.sq + t);
     clip_scale<<<1, 1, 0, s>>>(md.sq, (int)md.tensors.size(), md.clip, 1.0f);
@@ -295,13 +350,14 @@ static void train_step(model &md, const adam_hparams &hp, unsigned long long ste
         if (hg)
             hg->adam_nodes.push_back(wl_last_captured(s));
     }
+    average(rk, a.loss, md.mean_loss, 1, s);
     CHECK(cudaGetLastError());
 }
 
 // Replay preparation: patch the captured step's per-step nodes with this step's values.
-static void patch_step(model &md, const adam_hparams &hp, unsigned long long step, hand_graph &hg)
+static void patch_step(model &md, workspace &a, const adam_hparams &hp, unsigned long long step, hand_graph &hg)
 {
-    void *batch_args[] = {&md.x, &md.labels, &step};
+    void *batch_args[] = {&a.x, &a.labels, &a.rows, &step};
     set_node(hg.exec, hg.batch_node, (void *)gen_batch, blocks_for(B * I), batch_args);
     float bc1 = 1.0f - powf(hp.beta1, (float)step), bc2 = 1.0f - powf(hp.beta2, (float)step);
     adam_hparams h = hp;
@@ -321,10 +377,78 @@ template <typename T> static T *device_alloc(size_t n)
     return p;
 }
 
+static workspace workspace_new(int rows)
+{
+    workspace a;
+    a.rows = rows;
+    a.x = device_alloc<float>(rows * I);
+    a.labels = device_alloc<int>(rows);
+    a.hpre = device_alloc<float>(rows * H);
+    a.h = device_alloc<float>(rows * H);
+    a.logits = device_alloc<float>(rows * O);
+    a.dlogits = device_alloc<float>(rows * O);
+    a.row_loss = device_alloc<float>(rows);
+    a.loss = device_alloc<float>(1);
+    a.dh = device_alloc<float>(rows * H);
+    a.dhpre = device_alloc<float>(rows * H);
+    a.fwd1 = gemm_plan(rows, H, I, false, true);   // hpre = x W1^T
+    a.fwd2 = gemm_plan(rows, O, H, false, true);   // logits = h W2^T
+    a.dw2 = gemm_plan(O, H, rows, true, false);    // dW2 = dlogits^T h
+    a.dh_ = gemm_plan(rows, H, O, false, false);   // dh = dlogits W2
+    a.dw1 = gemm_plan(H, I, rows, true, false);    // dW1 = dhpre^T x
+    return a;
+}
+
+static int env_int(const char *name, int otherwise)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : otherwise;
+}
+
+// Joins the data-parallel group: rank 0 publishes the NCCL unique id in `id_file` (written
+// aside, then renamed, so a reader never sees half of it), the others wait up to a minute for it.
+static void join_ranks(ranks &rk, const char *id_file)
+{
+#ifdef WL_NCCL
+    ncclUniqueId id;
+    if (rk.rank == 0) {
+        CHECK_NCCL(ncclGetUniqueId(&id));
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.%d", id_file, (int)getpid());
+        FILE *f = fopen(tmp, "wb");
+        if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0 || rename(tmp, id_file) != 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", id_file, strerror(errno));
+            exit(1);
+        }
+    } else {
+        FILE *f = NULL;
+        for (int waited_ms = 0; !(f = fopen(id_file, "rb")); waited_ms += 10) {
+            if (waited_ms >= 60000) {
+                fprintf(stderr, "error: rank %d: no NCCL id in %s after 60 s\n", rk.rank, id_file);
+                exit(1);
+            }
+            usleep(10000);
+        }
+        size_t got = fread(&id, sizeof id, 1, f);
+        fclose(f);
+        if (got != 1) {
+            fprintf(stderr, "error: rank %d: short NCCL id in %s\n", rk.rank, id_file);
+            exit(1);
+        }
+    }
+    CHECK_NCCL(ncclCommInitRank(&rk.comm, rk.world, id, rk.rank));
+#else
+    (void)rk;
+    fprintf(stderr, "error: --nccl-id-file: this mini-trainer was built without NCCL\n");
+    exit(2);
+#endif
+}
+
 int main(int argc, char **argv)
 {
-    int steps = 50, warmup = 10;
+    int steps = 50, warmup = 10, change_rank = -1, change_step = 0;
     bool use_graph = false;
+    const char *id_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc)
             steps = atoi(argv[++i]);
@@ -332,8 +456,14 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--graph"))
             use_graph = true;
+        else if (!strcmp(argv[i], "--nccl-id-file") && i + 1 < argc)
+            id_file = argv[++i];
+        else if (!strcmp(argv[i], "--shape-change") && i + 1 < argc &&
+                 sscanf(argv[++i], "%d:%d", &change_rank, &change_step) == 2)
+            ;
         else {
-            fprintf(stderr, "usage: %s [--steps N] [--warmup N] [--graph]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--steps N] [--warmup N] [--graph] [--nccl-id-file F] [--shape-change RANK:STEP]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -341,11 +471,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: need 1 <= --warmup < --steps\n");
         return 2;
     }
+    ranks rk;
+    if (id_file) {
+        rk.rank = env_int("RANK", 0), rk.world = env_int("WORLD_SIZE", 1);
+        if (rk.world < 1 || rk.rank < 0 || rk.rank >= rk.world) {
+            fprintf(stderr, "error: RANK %d of WORLD_SIZE %d\n", rk.rank, rk.world);
+            return 2;
+        }
+    }
+    if (use_graph && (id_file || change_rank >= 0)) {
+        fprintf(stderr, "error: --graph runs one rank with one batch shape\n");
+        return 2;
+    }
+    int devices = 0;
+    CHECK(cudaGetDeviceCount(&devices));
+    CHECK(cudaSetDevice(env_int("LOCAL_RANK", rk.rank) % devices));
 
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CHECK_LT(cublasLtCreate(&lt));
-    CHECK(cudaMalloc(&workspace, WS_BYTES));
+    CHECK(cudaMalloc(&lt_workspace, WS_BYTES));
+    if (id_file)
+        join_ranks(rk, id_file);
 
     model md;
     const size_t n_w1 = (size_t)H * I, n_w2 = (size_t)O * H, n_params = n_w1 + H + n_w2 + O;
@@ -359,23 +506,10 @@ int main(int argc, char **argv)
     add_tensors(md.tensors, n_w1, H);
     add_tensors(md.tensors, n_w1 + H, n_w2);
     add_tensors(md.tensors, n_w1 + H + n_w2, O);
-    md.x = device_alloc<float>(B * I);
-    md.labels = device_alloc<int>(B);
-    md.hpre = device_alloc<float>(B * H);
-    md.h = device_alloc<float>(B * H);
-    md.logits = device_alloc<float>(B * O);
-    md.dlogits = device_alloc<float>(B * O);
-    md.row_loss = device_alloc<float>(B);
-    md.loss = device_alloc<float>(1);
-    md.dh = device_alloc<float>(B * H);
-    md.dhpre = device_alloc<float>(B * H);
     md.sq = device_alloc<float>(md.tensors.size());
     md.clip = device_alloc<float>(1);
-    md.fwd1 = gemm_plan(B, H, I, false, true);   // hpre = x W1^T
-    md.fwd2 = gemm_plan(B, O, H, false, true);   // logits = h W2^T
-    md.dw2 = gemm_plan(O, H, B, true, false);    // dW2 = dlogits^T h
-    md.dh_ = gemm_plan(B, H, O, false, false);   // dh = dlogits W2
-    md.dw1 = gemm_plan(H, I, B, true, false);    // dW1 = dhpre^T x
+    md.mean_loss = device_alloc<float>(1);
+    workspace full = workspace_new(B), half = change_rank == rk.rank ? workspace_new(B / 2) : full;
 
     CHECK(cudaMemsetAsync(md.params, 0, n_params * sizeof(float), s));
     init_uniform<<<blocks_for((int)n_w1), THREADS, 0, s>>>(md.w1, (int)n_w1, 1.0f / sqrtf((float)I), 1);
@@ -391,26 +525,32 @@ int main(int argc, char **argv)
     for (int step = 1; step <= steps; step++) {
         if (step == warmup + 1)
             clock_gettime(CLOCK_MONOTONIC, &t0);
+        workspace &a = change_rank == rk.rank && step >= change_step ? half : full;
         // With --graph, step 1 runs eagerly (cuBLASLt's first-call work stays out of the
         // capture), step 2 is captured, later ones are patched and replayed.
         if (!use_graph || step == 1) {
-            train_step(md, hp, (unsigned long long)step, s, NULL);
+            train_step(md, a, rk, hp, (unsigned long long)step, s, NULL);
         } else {
             if (!hg.exec) {
                 // The graph stays alive: its node handles name the nodes patched later.
                 CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-                train_step(md, hp, (unsigned long long)step, s, &hg);
+                train_step(md, a, rk, hp, (unsigned long long)step, s, &hg);
                 CHECK(cudaStreamEndCapture(s, &graph));
                 CHECK(cudaGraphInstantiate(&hg.exec, graph, 0));
             } else {
-                patch_step(md, hp, (unsigned long long)step, hg);
+                patch_step(md, a, hp, (unsigned long long)step, hg);
             }
             CHECK(cudaGraphLaunch(hg.exec, s));
         }
-        float loss;   // the host read of every step (like loss.item())
-        CHECK(cudaMemcpyAsync(&loss, md.loss, sizeof loss, cudaMemcpyDeviceToHost, s));
+        float loss, mean;   // the host read of every step (like loss.item())
+        CHECK(cudaMemcpyAsync(&loss, a.loss, sizeof loss, cudaMemcpyDeviceToHost, s));
+        if (rk.world > 1)
+            CHECK(cudaMemcpyAsync(&mean, md.mean_loss, sizeof mean, cudaMemcpyDeviceToHost, s));
         CHECK(cudaStreamSynchronize(s));
-        printf("step %d loss %.9g\n", step, loss);
+        if (rk.world > 1)
+            printf("step %d loss %.9g mean %.9g rows %d\n", step, loss, mean, a.rows);
+        else
+            printf("step %d loss %.9g\n", step, loss);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double iter_us = ((t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) / 1e3) / (steps - warmup);
@@ -423,5 +563,9 @@ int main(int argc, char **argv)
         CHECK(cudaGraphExecDestroy(hg.exec));
     if (graph)
         CHECK(cudaGraphDestroy(graph));
+#ifdef WL_NCCL
+    if (rk.comm)
+        CHECK_NCCL(ncclCommDestroy(rk.comm));
+#endif
     return 0;
 }

@@ -82,6 +82,81 @@ if want ddp; then
     fi
   done
 fi
+if want multi; then
+  # Data parallel on every GPU of the machine (one process per GPU, NCCL): the mini C trainer and
+  # PyTorch DDP, eager and under the shim in the default and the collectives scope; then one rank
+  # switches to half batches mid-run (--shape-change). Per rank: identical loss lines. Reports per
+  # rank ($out/NAME.CONFIG.rankR.jsonl), rendered together by `cugraft report`.
+  nr=$(nvidia-smi -L | wc -l) port=29600
+  # ranks NAME CONFIG CMD...: CMD as ranks 0..nr-1 (RANK, LOCAL_RANK, WORLD_SIZE; @ID@ -> a fresh
+  # file for the NCCL id, @OUT@ -> $out/NAME.CONFIG); CONFIG eager, default or coll
+  ranks() {
+    local n=$1 c=$2 r pids=(); shift 2
+    local pre=$out/$n.$c; rm -f "$pre.id"; port=$((port + 1))
+    local cmd=("${@//@ID@/$pre.id}"); cmd=("${cmd[@]//@OUT@/$pre}")
+    for ((r = 0; r < nr; r++)); do
+      if [ $c = eager ]; then
+        env RANK=$r LOCAL_RANK=$r WORLD_SIZE=$nr MASTER_PORT=$port timeout 300 "${cmd[@]}" > "$pre.out$r" 2>&1 &
+      else
+        env RANK=$r LOCAL_RANK=$r WORLD_SIZE=$nr MASTER_PORT=$port CUGRAFT_REPORT="$pre.rank%r.jsonl" ${SHIM_ENV:-} \
+          $([ $c = coll ] && echo CUGRAFT_SCOPE=+collectives) LD_PRELOAD="$lib" timeout 300 "${cmd[@]}" > "$pre.out$r" 2>&1 &
+      fi
+      pids+=($!)
+    done
+    for ((r = 0; r < nr; r++)); do wait "${pids[r]}"; echo $? > "$pre.rc$r"; done
+  }
+  # same NAME KEY CONFIG: every rank exited 0 both ways and its KEY lines (or loss file) are identical
+  same() {
+    local n=$1 key=$2 c=$3 r ok=1 a b
+    for ((r = 0; r < nr; r++)); do
+      [ "$(cat "$out/$n.eager.rc$r")$(cat "$out/$n.$c.rc$r")" = 00 ] ||
+        { fail "$n $c rank $r: exit $(cat "$out/$n.eager.rc$r")/$(cat "$out/$n.$c.rc$r"): $(tail -n 2 "$out/$n.$c.out$r")"; ok=0; continue; }
+      if [ $key = lossfile ]; then
+        a=$out/$n.eager.loss$([ $r = 0 ] || echo .rank$r) b=$out/$n.$c.loss$([ $r = 0 ] || echo .rank$r)
+        [ -s "$a" ] && cmp -s "$a" "$b" || { fail "$n $c rank $r: losses differ"; ok=0; }
+      else
+        a=$(grep "^$key" "$out/$n.eager.out$r"); b=$(grep "^$key" "$out/$n.$c.out$r")
+        [ -n "$a" ] && [ "$a" = "$b" ] || { fail "$n $c rank $r: '$key' lines differ"; ok=0; }
+      fi
+    done
+    [ $ok = 1 ] || return
+    local line="ok $n $c: $nr ranks identical"
+    for ((r = 0; r < nr; r++)); do
+      line+="; rank $r $(summary "$out/$n.$c.rank$r.jsonl" launches ops_replayed ops_eager escaped_launches collectives_graphed votes.held votes.declined |
+        awk '{printf "launches %s replayed %s eager %s escaped %s coll_graphed %s votes %s declined %s", $1,$2,$3,$4,$5,$6,$7}')"
+    done
+    echo "$line"
+  }
+  steptime() { # NAME KEY CONFIG...: rank 0's KEY value per config, ratio to eager
+    local n=$1 key=$2 c e v; shift 2; e=$(field "$key" "$out/$n.eager.out0")
+    for c in "$@"; do v=$(field "$key" "$out/$n.$c.out0"); echo "   $n $key eager $e $c $v speedup $(python3 -c "print(round($e/$v,3))" 2>/dev/null)"; done
+  }
+  votes() { # NAME CONFIG: each rank's vote events, one line per rank
+    local r; for ((r = 0; r < nr; r++)); do
+      echo "   $1 $2 rank $r votes: $(grep '"event":"vote"' "$out/$1.$2.rank$r.jsonl" | python3 -c '
+import json, sys
+print(", ".join("%s %s %s %s" % (v["vote"], v["api"], v["outcome"], v["reason"]) for v in map(json.loads, sys.stdin)) or "all agreed")')"
+    done
+  }
+  if [ "$nr" -lt 2 ]; then
+    echo "   multi: $nr GPU(s), skipped"
+  else
+    tr="$wl/mini-trainer --steps 200 --nccl-id-file @ID@"
+    for c in eager default coll; do ranks dp-trainer $c $tr; done
+    for c in default coll; do same dp-trainer step $c; done
+    steptime dp-trainer iter_us default coll
+    for c in eager default coll; do SHIM_ENV=CUGRAFT_AUDIT=1 ranks dp-trainer-shape $c $tr --shape-change 1:120; done
+    for c in default coll; do same dp-trainer-shape step $c; votes dp-trainer-shape $c; done
+    py="python3 $root/bench/train_torch.py --model transformer --steps 200 --ddp --out @OUT@.loss"
+    for c in eager default coll; do ranks dp-torch $c $py; done
+    for c in default coll; do same dp-torch lossfile $c; done
+    steptime dp-torch step_ms default coll
+    for c in eager default coll; do SHIM_ENV=CUGRAFT_AUDIT=1 ranks dp-torch-shape $c $py --shape-change 1:120; done
+    for c in default coll; do same dp-torch-shape lossfile $c; votes dp-torch-shape $c; done
+    "$build/tools/cugraft" report "$out"/dp-trainer-shape.coll.rank*.jsonl > "$out/dp-trainer-shape.report.txt" 2>&1 &&
+      echo "ok report: $(wc -l < "$out/dp-trainer-shape.report.txt") lines for $nr ranks" || fail "report: $(tail -n 2 "$out/dp-trainer-shape.report.txt")"
+  fi
+fi
 if want conf; then
   # conformance programs (CPU twins in the cpu suite): events, host functions, uploads, shapes,
   # legacy-stream ordering, fork, a crash mid-iteration

@@ -9,7 +9,8 @@
  *
  * --ranks N runs N ranks as N processes, as a launcher would: the parent takes a unique id and
  * starts each rank as this program again (fork + exec, before any CUDA call; RANK=r in its
- * environment) with `--rank r --nccl-id HEX`, which is also how to start one rank by hand. Rank
+ * environment) with `--rank r --nccl-id HEX`, which is also how to start one rank by hand; rank r
+ * runs on device r modulo the device count. Rank
  * r's gradient depends on r, so the checksum proves the reduction; every rank prints
  * `rank r checksum <hex>` and `rank r launches <n>` (all ranks' checksums are equal), the parent
  * `rank r exit <status>` per rank. The parent waits --timeout S seconds (default 60), then kills
@@ -146,7 +147,7 @@ int main(int argc, char **argv)
   }
 
   int iters = prog_iters(argc, argv, 40), group = prog_flag(argc, argv, "--group");
-  prog_init();
+  prog_init_device(rank);
   CUmodule m = prog_module();
   CUfunction mix = prog_fn(m, "cg_step_mix"), axpy = prog_fn(m, "cg_axpy_f32"),
              scale = prog_fn(m, "cg_scale_f32"), chain = prog_fn(m, "cg_chain");

@@ -13,7 +13,9 @@ void prog_check(CUresult r, const char *what, const char *file, int line)
   exit(1);
 }
 
-CUcontext prog_init(void)
+CUcontext prog_init(void) { return prog_init_device(0); }
+
+CUcontext prog_init_device(int ordinal)
 {
   CUresult r = cuInit(0);
   int n = 0;
@@ -24,7 +26,7 @@ CUcontext prog_init(void)
   CK(r);
   CUdevice dev;
   CUcontext ctx;
-  CK(cuDeviceGet(&dev, 0));
+  CK(cuDeviceGet(&dev, ordinal % n)); /* n > 0: counted above when cuInit succeeded */
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
   return ctx;

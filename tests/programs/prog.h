@@ -12,6 +12,8 @@ void prog_check(CUresult r, const char *what, const char *file, int line);
 
 /* cuInit, device 0, its primary context retained and made current. */
 CUcontext prog_init(void);
+/* The same on device `ordinal` modulo the device count (one rank per GPU). */
+CUcontext prog_init_device(int ordinal);
 CUmodule prog_module(void);
 CUfunction prog_fn(CUmodule m, const char *name);
 
