@@ -1,7 +1,8 @@
 /* `cugraft report FILE... [--json]`: renders reports as a summary a person reads in 30 s: per
  * file (rank) the device and non-default options, the share replayed from graphs, the host time
  * saved, the fallback reasons by count with the first occurrence of each (api, kernel, stream,
- * backtrace, hint); then the merged totals. Bad lines are named (file:line) and skipped. */
+ * backtrace, hint), the collectives votes that did not agree; then the merged totals and whether
+ * every rank fell back at the same votes. Bad lines are named (file:line) and skipped. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,84 @@ static void cg_print_collectives(const struct cg_merged *m)
 	cg_print_counts("votes", v);
 }
 
+/* A rank's vote value (shim/VOTE.md): 0 eager, 1 capture, 2 + epoch replay. */
+static void cg_print_vote_value(double v)
+{
+	if (v <= 0)
+		printf("eager");
+	else if (v < 2)
+		printf("capture");
+	else
+		printf("replay of the graph captured at vote %.0f", v - 2);
+}
+
+static bool cg_is_vote(const struct jv *e)
+{
+	const char *event = jv_str(jv_get(e, "event"));
+	return event && strcmp(event, "vote") == 0;
+}
+
+/* Collectives-scope votes that did not agree, or failed, on this rank (the shim records the
+ * first 8 of each reason); every rank sees the same result, so each rank's report lists them. */
+static void cg_print_votes(const struct cg_rfile *f)
+{
+	bool hinted = false;
+	for (size_t i = 0; i < f->n_others; i++) {
+		const struct jv *e = f->others[i];
+		if (!cg_is_vote(e))
+			continue;
+		const char *api = jv_str(jv_get(e, "api")), *outcome = jv_str(jv_get(e, "outcome"));
+		const char *hint = jv_str(jv_get(e, "hint"));
+		printf("  vote %.0f on communicator %.0f (%s): %s; this rank wanted ", jv_num(jv_get(e, "vote"), 0),
+		       jv_num(jv_get(e, "comm"), 0), api ? api : "?", outcome ? outcome : "?");
+		cg_print_vote_value(jv_num(jv_get(e, "local"), 0));
+		if (outcome && strcmp(outcome, "declined") == 0) {
+			printf(", the ranks ranged from ");
+			cg_print_vote_value(jv_num(jv_get(e, "min"), 0));
+			printf(" to ");
+			cg_print_vote_value(jv_num(jv_get(e, "max"), 0));
+		}
+		printf("\n");
+		if (hint && hint[0] && !hinted)
+			printf("      hint: %s\n", hint);
+		hinted = hinted || (hint && hint[0]);
+	}
+}
+
+/* The votes one file recorded as not agreed, as "comm:vote" words in file order. */
+static void cg_vote_list(const struct cg_rfile *f, char *buf, size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < f->n_others && used < size; i++)
+		if (cg_is_vote(f->others[i]))
+			used += (size_t)snprintf(buf + used, size - used, "%s%.0f:%.0f", used ? " " : "",
+			                         jv_num(jv_get(f->others[i], "comm"), 0),
+			                         jv_num(jv_get(f->others[i], "vote"), 0));
+}
+
+/* Ranks must fall back together (NCCL: a collective is captured on every rank or none): the
+ * files of one job should list the same votes. Says so, or names the ranks that differ. */
+static void cg_print_vote_agreement(char lists[][256], const double *ranks, size_t n)
+{
+	bool any = false, same = true;
+	for (size_t i = 0; i < n; i++) {
+		any = any || lists[i][0];
+		same = same && strcmp(lists[i], lists[0]) == 0;
+	}
+	if (!any)
+		return;
+	if (same) {
+		printf("  ranks      consistent: every rank ran the same collectives eagerly after the votes that"
+		       " did not agree (communicator:vote %s)\n", lists[0]);
+		return;
+	}
+	printf("  ranks      INCONSISTENT: the votes that did not agree differ (communicator:vote):");
+	for (size_t i = 0; i < n; i++)
+		printf("%s rank %.0f: %s", i ? ";" : "", ranks[i], lists[i][0] ? lists[i] : "none");
+	printf("\n      hint: files of different jobs, a rank killed early, or a vote timeout on one rank\n");
+}
+
 /* The share replayed, host time saved and fallback counts of one file or the merge. */
 static void cg_print_totals(const struct cg_merged *m)
 {
@@ -236,6 +315,12 @@ int cg_cmd_report(int argc, char **argv)
 	struct cg_merged all = { 0 };
 	int status = 0;
 	size_t index = 0;
+	char (*votes)[256] = calloc((size_t)n_files, sizeof(*votes));
+	double *ranks = calloc((size_t)n_files, sizeof(*ranks));
+	if (!votes || !ranks) {
+		fprintf(stderr, "cugraft report: out of memory\n");
+		return 1;
+	}
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			continue;
@@ -247,6 +332,8 @@ int cg_cmd_report(int argc, char **argv)
 		if (f.bad_lines > 0)
 			status = 1;
 		cg_merged_add(&all, &f);
+		cg_vote_list(&f, votes[index], sizeof(votes[index]));
+		ranks[index] = jv_num(jv_get(f.header, "rank"), (double)index);
 		if (!json) {
 			struct cg_merged one = { 0 };
 			cg_merged_add(&one, &f);
@@ -254,6 +341,7 @@ int cg_cmd_report(int argc, char **argv)
 			cg_print_ending(&f);
 			cg_print_totals(&one);
 			cg_print_firsts(&f);
+			cg_print_votes(&f);
 			double more = 0;
 			for (size_t k = 0; k < f.n_suppressed; k++)
 				more += jv_num(jv_get(f.suppressed[k], "count"), 0);
@@ -270,7 +358,10 @@ int cg_cmd_report(int argc, char **argv)
 	} else if (all.files > 1) {
 		printf("== merged: %zu files\n", all.files);
 		cg_print_totals(&all);
+		cg_print_vote_agreement(votes, ranks, index);
 	}
 	cg_merged_free(&all);
+	free(votes);
+	free(ranks);
 	return status;
 }

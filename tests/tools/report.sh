@@ -26,7 +26,16 @@ expect "$out" "replayed   75.0% of 4000 ops from graphs (60 graph launches, 46 g
 expect "$out" "saved      ~9.9 ms host time (estimate)"
 expect "$out" "fallbacks  collective 20 · sync 10 · divergence 2"
 [ "$(printf '%s\n' "$out" | grep -c '^  first sync')" -eq 1 ] || fail "first sync shown more than once"
+expect "$out" "vote 42 on communicator 0 (ncclAllReduce): declined; this rank wanted replay of the graph captured at vote 8, the ranks ranged from eager to replay of the graph captured at vote 8"
+expect "$out" "vote 42 on communicator 0 (ncclAllReduce): declined; this rank wanted eager, the ranks"
+expect "$out" "ranks      consistent: every rank ran the same collectives eagerly after the votes that did not agree (communicator:vote 0:42)"
 echo "text rendering and merged totals"
+
+# Ranks that did not fall back at the same votes are named.
+sed 's/"vote":42/"vote":43/' "$DATA/rank1.jsonl" > "$T/rank1-other.jsonl"
+out=$("$CG" report "$DATA/rank0.jsonl" "$T/rank1-other.jsonl") || fail "exit $? on good files"
+expect "$out" "ranks      INCONSISTENT: the votes that did not agree differ (communicator:vote): rank 0: 0:42; rank 1: 0:43"
+echo "ranks that fell back at different votes named"
 
 json=$("$CG" report --json "$DATA/rank0.jsonl" "$DATA/rank1.jsonl") || fail "--json exit $?"
 expect "$json" '"files":2,'
@@ -50,7 +59,7 @@ out=$("$CG" report "$T/cut.jsonl" 2>"$T/err"); rc=$?
 err=$(cat "$T/err")
 expect "$err" "cut.jsonl:3: unterminated string"
 expect "$err" 'cut.jsonl:5: not a report record (no "event")'
-expect "$err" "cut.jsonl:9: unterminated string at column 31 (the line is cut"
+expect "$err" "cut.jsonl:10: unterminated string at column 31 (the line is cut"
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 3 ] || fail "more errors than bad lines: $err"
 expect "$out" "replayed   90.0% of 1000 ops"
 expect "$out" "first divergence: cuLaunchKernel"
