@@ -141,18 +141,18 @@ print(", ".join("%s %s %s %s" % (v["vote"], v["api"], v["outcome"], v["reason"])
   if [ "$nr" -lt 2 ]; then
     echo "   multi: $nr GPU(s), skipped"
   else
-    tr="$wl/mini-trainer --steps 200 --nccl-id-file @ID@"
-    for c in eager default coll; do ranks dp-trainer $c $tr; done
-    for c in default coll; do same dp-trainer step $c; done
-    steptime dp-trainer iter_us default coll
-    for c in eager default coll; do SHIM_ENV=CUGRAFT_AUDIT=1 ranks dp-trainer-shape $c $tr --shape-change 1:120; done
-    for c in default coll; do same dp-trainer-shape step $c; votes dp-trainer-shape $c; done
-    py="python3 $root/bench/train_torch.py --model transformer --steps 200 --ddp --out @OUT@.loss"
-    for c in eager default coll; do ranks dp-torch $c $py; done
-    for c in default coll; do same dp-torch lossfile $c; done
-    steptime dp-torch step_ms default coll
-    for c in eager default coll; do SHIM_ENV=CUGRAFT_AUDIT=1 ranks dp-torch-shape $c $py --shape-change 1:120; done
-    for c in default coll; do same dp-torch-shape lossfile $c; votes dp-torch-shape $c; done
+    # dp NAME KEY TIMEKEY CMD...: eager, default scope, collectives scope; then the same with rank 1
+    # on half batches from step 120 (audited). Identical results per rank; rank 0's step time.
+    dp() {
+      local n=$1 key=$2 tk=$3 c; shift 3
+      for c in eager default coll; do ranks $n $c "$@"; done
+      for c in default coll; do same $n $key $c; done
+      steptime $n $tk default coll
+      for c in eager default coll; do SHIM_ENV=CUGRAFT_AUDIT=1 ranks $n-shape $c "$@" --shape-change 1:120; done
+      for c in default coll; do same $n-shape $key $c; votes $n-shape $c; done
+    }
+    dp dp-trainer step iter_us "$wl/mini-trainer" --steps 200 --nccl-id-file @ID@
+    dp dp-torch lossfile step_ms python3 "$root/bench/train_torch.py" --model transformer --steps 200 --ddp --out @OUT@.loss
     "$build/tools/cugraft" report "$out"/dp-trainer-shape.coll.rank*.jsonl > "$out/dp-trainer-shape.report.txt" 2>&1 &&
       echo "ok report: $(wc -l < "$out/dp-trainer-shape.report.txt") lines for $nr ranks" || fail "report: $(tail -n 2 "$out/dp-trainer-shape.report.txt")"
   fi
