@@ -5,6 +5,7 @@
 #ifndef CG_POLICY_BACKEND_H
 #define CG_POLICY_BACKEND_H
 
+#include <stdbool.h>
 #include "op.h"
 
 struct cg_event;
@@ -26,6 +27,13 @@ struct cg_backend {
 	/* Optional (may be NULL): an event worth reporting (region armed, graph built, fallback
 	 * first occurrences, chunk disabled). Called with the stream's lock held: no blocking. */
 	void (*event)(void *be, const struct cg_event *ev);
+	/* Optional (may be NULL): GPU timing for the cost gate. time_begin comes right before one
+	 * run of chunk `chunk_key` reaches the stream (`graph`: its graph, else its ops eagerly) and
+	 * says whether the backend samples it; if so, time_end follows right after the run (`ok`
+	 * false: it failed, drop the sample). Samples come back later, outside any engine call,
+	 * through cg_stream_timing. Called with the stream's lock held: no blocking. */
+	bool (*time_begin)(void *be, void *stream, uint64_t chunk_key, bool graph);
+	void (*time_end)(void *be, void *stream, bool ok);
 };
 
 #endif

@@ -53,6 +53,7 @@ struct cg_chunk {
 	uint64_t last_used;       /* stream tick of its last build or launch, for LRU eviction */
 	double eager_us, graph_us;
 	uint32_t samples;
+	uint8_t timed_eager, timed_graph, timing_asks;  /* runs sampled for the cost gate, asks */
 	struct cg_chunk *armed_next;   /* next armed chunk whose first op has the same hash */
 	uint64_t *hash;                /* [n] */
 	uint64_t *changed;             /* [n] bit w: argument word w changed during warmup (the

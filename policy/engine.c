@@ -140,7 +140,7 @@ static void stop_deferring(struct cg_stream *s)
 
 /* Submit the deferred ops eagerly, in order. They stay in the scratch as the beginning of a
  * chunk being learned (unless the caller resets it). */
-static void submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event ev)
+static void run_deferred(struct cg_stream *s)
 {
 	const struct cg_engine *e = s->e;
 	uint32_t n = s->sc.n;
@@ -154,6 +154,12 @@ static void submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_eve
 	ST(s, ops_eager, n);
 	ST(s, ops_flushed, n);
 	stop_deferring(s);
+}
+
+static void submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event ev)
+{
+	uint32_t n = s->sc.n;
+	run_deferred(s);
 	fallback(s, r, n, true, ev);
 }
 
@@ -339,8 +345,6 @@ static void cut(struct cg_stream *s, bool learn)
 
 /* ---- replay ----------------------------------------------------------------------------- */
 
-/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
- * launch it. On failure nothing ran, so the ops go eagerly, in order. */
 /* A graph for one more position of `t`, built with the deferred ops' own arguments. A failure
  * only means this position shares an instance (and patches more). */
 static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
@@ -388,6 +392,42 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 	return k % t->ninst;
 }
 
+/* The cost gate's samples: once a chunk's graph has run (its first launch uploads it), its next
+ * occurrences alternate between its ops submitted eagerly and its graph, each timed by the
+ * backend on the GPU, until CG_TIMING_SAMPLES of each; the backend returns them through
+ * cg_stream_timing. Either way the ops are exactly the program's, run once, in order. The
+ * backend may decline a sample (busy, or timing failed): a chunk asks only so often. */
+#define CG_TIMING_SAMPLES 3
+#define CG_TIMING_ASKS 12
+
+enum timing { UNTIMED, TIME_EAGER, TIME_GRAPH };
+
+static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
+{
+	if (!s->e->be->time_begin || !t->launched || t->timing_asks >= CG_TIMING_ASKS ||
+	    (t->timed_eager >= CG_TIMING_SAMPLES && t->timed_graph >= CG_TIMING_SAMPLES))
+		return UNTIMED;
+	t->timing_asks++;
+	return t->timed_eager <= t->timed_graph ? TIME_EAGER : TIME_GRAPH;
+}
+
+/* A timed eager run of the deferred ops, which are exactly `t`. False: the backend declined. */
+static bool eager_sample(struct cg_stream *s, struct cg_chunk *t)
+{
+	const struct cg_engine *e = s->e;
+	if (!e->be->time_begin(e->be_ctx, s->be_stream, t->key, false))
+		return false;
+	run_deferred(s);
+	e->be->time_end(e->be_ctx, s->be_stream, true);
+	t->timed_eager++;
+	t->last_used = ++s->tick;
+	fallback(s, CG_R_COST_SAMPLE, t->n, false, (struct cg_event){ 0 });
+	chunk_reset(s);
+	return true;
+}
+
+/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
+ * launch it. On failure nothing ran, so the ops go eagerly, in order. */
 static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 {
 	const struct cg_engine *e = s->e;
@@ -398,6 +438,9 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 	uint32_t k = pick_instance(s, t);
 	unsigned char *inst_args = cg_chunk_inst_args(t, k);
 	void *graph = k ? t->xgraph[k - 1] : t->graph;
+	enum timing timing = timing_wanted(s, t);
+	if (timing == TIME_EAGER && eager_sample(s, t))
+		return;
 
 	for (uint32_t i = 0; i < t->n; i++) {
 		unsigned char *held = inst_args + t->args_off[i];
@@ -413,8 +456,14 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 		memcpy(held, now, sc->args_len[i]);
 		patched++;
 	}
+	bool timed = !r && timing == TIME_GRAPH &&
+	             e->be->time_begin(e->be_ctx, s->be_stream, t->key, true);
 	if (!r && e->be->launch(e->be_ctx, s->be_stream, graph, &detail) != 0)
 		r = CG_R_LAUNCH_FAILED;
+	if (timed) {
+		e->be->time_end(e->be_ctx, s->be_stream, !r);
+		t->timed_graph += !r;
+	}
 	ST(s, patches, patched);
 	if (r) {
 		submit_deferred(s, r, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = t->n,

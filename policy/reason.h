@@ -29,6 +29,7 @@
 	X(BUILD_FAILED,  "build_failed",     "building or instantiating a graph failed (see the API result); the chunk backs off") \
 	X(PATCH_FAILED,  "patch_failed",     "updating a graph node's arguments failed; the chunk backs off") \
 	X(LAUNCH_FAILED, "launch_failed",    "launching a graph failed; the chunk backs off") \
+	X(COST_SAMPLE,   "cost_sample",      "a few runs of each graphed chunk are submitted eagerly, timed on the GPU against its graph for the cost gate") \
 	X(COST_GATE,     "cost_gate",        "the graph ran slower than eager launches on the GPU; the chunk stays eager") \
 	X(MAX_GRAPHS,    "max_graphs",       "CUGRAFT_MAX_GRAPHS reached; least recently used graphs were evicted") \
 	X(DISABLED,      "disabled",         "chunk disabled after repeated failures") \

@@ -16,6 +16,13 @@ enum { CG_CTX_KEPT, CG_CTX_PUSHED, CG_CTX_FAILED };
 int cg_ctx_enter(CUcontext ctx);
 void cg_ctx_leave(int entered);
 
+/* Cost-gate timing (backend->time_begin/time_end record events around sampled chunk runs):
+ * read the samples whose events have completed, never waiting, and give each eager/graph pair
+ * to the engine (cg_stream_timing). Call with s's lock held, outside engine calls; cheap when
+ * nothing is in flight. cg_backend_timing_due: any stream has samples in flight. */
+void cg_backend_read_timing(struct cg_sstate *s);
+bool cg_backend_timing_due(void);
+
 /* The stream record is going away: release the backend's resources for it. */
 void cg_backend_forget_stream(struct cg_sstate *s);
 /* A context was destroyed behind our back (last primary-context release): its graphs and

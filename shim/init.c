@@ -54,6 +54,7 @@ static void *flusher(void *arg)
 	struct timespec period = { 0, (long)(max_ns / 4 > 5000 ? max_ns / 4 : 5000) };
 	unsigned idle = 0;
 	while (!atomic_load(&cg_shim.exiting)) {
+		cg_stream_read_timing();
 		if (cg_any_pending()) {
 			idle = 0;
 			cg_flush_older_than(now_ns(), max_ns);

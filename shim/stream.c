@@ -166,6 +166,8 @@ static void flush_where(bool (*pick)(struct cg_sstate *, const void *), const vo
 			cg_boundary(s->eng, why);
 		else if (in != CG_CTX_FAILED)
 			cg_flush(s->eng, why);
+		if (in != CG_CTX_FAILED)
+			cg_backend_read_timing(s);
 		cg_ctx_leave(in);
 		cg_stream_sync_pending(s);
 		pthread_mutex_unlock(&s->lock);
@@ -217,6 +219,7 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 	pthread_mutex_lock(&s->lock);
 	if (s->eng) { /* checked under the lock: exit work may have retired the stream */
 		cg_boundary(s->eng, why);
+		cg_backend_read_timing(s);
 		cg_stream_sync_pending(s);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -253,6 +256,25 @@ void cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns)
 		return;
 	struct age a = { now_ns, max_age_ns };
 	flush_where(pick_old, &a, CG_R_TIMEOUT, false);
+}
+
+/* The flusher: cost-gate samples of streams the program no longer flushes or syncs. A busy
+ * stream is left to its next round. */
+void cg_stream_read_timing(void)
+{
+	if (!cg_backend_timing_due())
+		return;
+	pthread_mutex_lock(&registry);
+	for (struct cg_sstate *s = streams; s; s = s->next) {
+		if (!s->eng || pthread_mutex_trylock(&s->lock) != 0)
+			continue;
+		if (s->eng && s->timing) {
+			cg_backend_read_timing(s);
+			cg_stream_sync_pending(s);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&registry);
 }
 
 /* --- forgetting ---------------------------------------------------------------------------- */

@@ -15,6 +15,7 @@ struct cg_sstate {
 	CUstream handle;           /* what we submit to: the program's handle, or CU_STREAM_LEGACY */
 	CUcontext ctx;
 	CUstream capture;          /* private stream the backend captures chunk graphs on */
+	struct cg_timing *timing;  /* the backend's cost-gate samples (backend.c), or NULL */
 	uint64_t id;               /* small number naming the stream in the report */
 	bool legacy;               /* the context's legacy default stream */
 	bool blocking;             /* synchronises with the legacy stream */
@@ -48,6 +49,8 @@ void cg_flush_all(enum cg_reason why);
 /* Flush pending work older than max_age_ns (the background flusher). */
 void cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns);
 bool cg_any_pending(void);
+/* Read the cost-gate timing samples that completed, on every stream (the flusher). */
+void cg_stream_read_timing(void);
 
 /* Forget streams: one handle (stream destroy) or every stream of a context (NULL: all). Their
  * pending work is flushed and their graphs destroyed first (unless the driver is gone). */

@@ -47,8 +47,10 @@ static void null_destroy(void *be, void *graph)
 {
 }
 
-static const struct cg_backend null_backend = { null_eager, null_build, null_patch, null_launch,
-                                                null_destroy, NULL };
+static const struct cg_backend null_backend = {
+	.eager = null_eager, .build = null_build, .patch = null_patch, .launch = null_launch,
+	.destroy = null_destroy,
+};
 
 static void make_loop(void)
 {

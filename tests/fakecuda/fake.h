@@ -119,7 +119,13 @@ struct cg_stream {
   cuuint64_t capture_id;
   struct cg_graph *graph;
   CUgraphNode last;  /* dependency set of the capture: the last node added */
+  atomic_ullong gpu_ns;  /* simulated GPU time of the work run on it (cg_gpu_run) */
 };
+/* Simulated GPU time: every op run on a stream advances its clock, by 2 us eagerly and 1 us as
+ * a graph node, or 4 us as a graph node under FAKECUDA_GRAPH_SLOW=1 (graphs slower than eager,
+ * for the cost gate). Two events recorded on one stream measure that clock; on two streams,
+ * wall-clock time. */
+void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph);
 /* Resolves a stream handle (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or created); NULL if bad. */
 struct cg_stream *cg_stream_get(CUstream s);
 bool cg_capturing(struct cg_stream *s);

@@ -218,6 +218,7 @@ static CUresult graph_launch(CUgraphExec hGraphExec, CUstream hStream)
   pthread_mutex_lock(&cg_lock);
   struct cg_exec *e = exec_get(hGraphExec);
   for (size_t i = 0; e && i < e->n; i++) cg_node_run(&e->nodes[i]);
+  if (e) cg_gpu_run(s, e->n, true);
   pthread_mutex_unlock(&cg_lock);
   if (!e) return CUDA_ERROR_INVALID_VALUE;
   atomic_fetch_add_explicit(&cg_count.graph_launches, 1, memory_order_relaxed);

@@ -115,6 +115,7 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
   if ((r = gather(def, params, extra, args)) != CUDA_SUCCESS) return r;
   atomic_fetch_add_explicit(&cg_count.launch_eager, 1, memory_order_relaxed);
   run_kernel(def, args);
+  cg_gpu_run(s, 1, false);
   return CUDA_SUCCESS;
 }
 

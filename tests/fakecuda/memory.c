@@ -163,7 +163,10 @@ static CUresult copy_async(void *dst, const void *src, size_t n, CUstream hStrea
   struct cg_stream *s = cg_stream_get(hStream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   if (n && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
-  if (!cg_capturing(s)) return copy(dst, src, n);
+  if (!cg_capturing(s)) {
+    cg_gpu_run(s, 1, false);
+    return copy(dst, src, n);
+  }
   if (!capturable) return cg_capture_refuse(s);
   struct cg_node node = { .magic = CG_NODE, .kind = CG_NODE_MEMCPY,
                           .u.cpy = { (CUdeviceptr)dst, (CUdeviceptr)src, n } };
@@ -188,7 +191,10 @@ static CUresult set_async(CUdeviceptr dst, unsigned value, unsigned elem, size_t
   if (r != CUDA_SUCCESS) return r;
   struct cg_stream *s = cg_stream_get(hStream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  if (!cg_capturing(s)) return set(dst, value, elem, n);
+  if (!cg_capturing(s)) {
+    cg_gpu_run(s, 1, false);
+    return set(dst, value, elem, n);
+  }
   if (!dst) return CUDA_ERROR_INVALID_VALUE;
   struct cg_node node = { .magic = CG_NODE, .kind = CG_NODE_MEMSET,
                           .u.set = { dst, value, elem, n, 1, n * elem } };

@@ -161,6 +161,55 @@ spin) # a host thread spins on memory a deferred kernel writes: the flusher must
   shim s "$progs/lifecycle" --mode spin
   [ "$(cat "$tmp/s.rc")" = 0 ] || fail "spin exited $(cat "$tmp/s.rc"): $(tail -2 "$tmp/s.out" "$tmp/s.err")"
   ;;
+cost-gate) # graphs slower than eager on the fake's simulated GPU clock (FAKECUDA_GRAPH_SLOW=1):
+           # the timed chunks are disabled (cost_gate) and replay no more; results and work exact
+  eager e "$progs/fourway" --iters 40
+  FAKECUDA_GRAPH_SLOW=1 shim s "$progs/fourway" --iters 40
+  FAKECUDA_GRAPH_SLOW=1 shim s2 "$progs/fourway" --iters 80
+  same_result e s; same_work e s
+  [ "$(stat memops_run "$tmp/s.stats")" = "$(stat memops_run "$tmp/e.stats")" ] ||
+    fail "memops run: e=$(stat memops_run "$tmp/e.stats") s=$(stat memops_run "$tmp/s.stats")"
+  gated=$(grep -c '"event":"chunk_disabled".*"reason":"cost_gate"' "$tmp/s2.jsonl")
+  [ "$gated" -gt 0 ] || fail "no chunk disabled by the cost gate"
+  # a gated chunk ran from its graph 4 times: once to load it, then 3 timed runs
+  [ "$(summary "$tmp/s2.jsonl" graph_launches)" -le $((4 * gated)) ] ||
+    fail "$(summary "$tmp/s2.jsonl" graph_launches) graph launches in 80 iterations, $gated chunks gated"
+  [ "$(stat graph_launches "$tmp/s2.stats")" = "$(stat graph_launches "$tmp/s.stats")" ] ||
+    fail "gated chunks kept replaying: $(stat graph_launches "$tmp/s.stats") graph launches in 40 iterations, $(stat graph_launches "$tmp/s2.stats") in 80"
+  ;;
+cost-normal) # graphs faster than eager: chunks are timed a few times, then replay with no event
+             # calls at all (the same event calls in 40 and in 80 iterations); nothing gated
+  eager e "$progs/fourway" --iters 40
+  shim s "$progs/fourway" --iters 40
+  shim s2 "$progs/fourway" --iters 80
+  same_result e s; same_work e s
+  ! grep -q cost_gate "$tmp/s.jsonl" "$tmp/s2.jsonl" || fail "a chunk was gated although its graph is faster"
+  [ "$(summary "$tmp/s.jsonl" fallbacks.cost_sample)" -gt 0 ] || fail "no chunk ran as a timed eager sample"
+  [ "$(stat api.cuEventElapsedTime_v2 "$tmp/s.stats")" -gt 0 ] || fail "no timing sample was read"
+  [ "$(summary "$tmp/s2.jsonl" graph_launches)" -gt $((2 * $(summary "$tmp/s.jsonl" graph_launches) - 100)) ] ||
+    fail "replay did not go on: $(summary "$tmp/s.jsonl" graph_launches) graph launches in 40 iterations, $(summary "$tmp/s2.jsonl" graph_launches) in 80"
+  diff <(grep '^api\.cuEvent' "$tmp/s.stats") <(grep '^api\.cuEvent' "$tmp/s2.stats") > /dev/null ||
+    fail "event calls grow with iterations: $(grep '^api\.cuEventRecord' "$tmp/s.stats" "$tmp/s2.stats" | tr '\n' ' ')"
+  ;;
+cost-fault) # an event API failing stops all timing at once: results exact, that API never called
+            # again, one note in the report, graphs still replay
+  eager e "$progs/fourway" --iters 40
+  shim n "$progs/fourway" --iters 40
+  for f in cuEventCreate:1 cuEventRecord:5 cuEventQuery:3 cuEventElapsedTime_v2:2; do
+    rm -f "$tmp/s.jsonl"
+    FAKECUDA_FAIL=$f shim s "$progs/fourway" --iters 40
+    same_result e s; same_work e s
+    [ "$(stat faults_injected "$tmp/s.stats")" -gt 0 ] || fail "$f never fired"
+    [ "$(stat "api.${f%:*}" "$tmp/s.stats")" = "${f#*:}" ] ||
+      fail "$f: ${f%:*} called $(stat "api.${f%:*}" "$tmp/s.stats") times, timing did not stop"
+    records=$(stat api.cuEventRecord "$tmp/s.stats")
+    [ "${records:-0}" -lt "$(stat api.cuEventRecord "$tmp/n.stats")" ] ||
+      fail "$f: as many events recorded as without the fault"
+    [ "$(grep -c '"event":"note".*GPU timing of chunks for the cost gate is off' "$tmp/s.jsonl")" = 1 ] ||
+      fail "$f: the report does not note once that timing stopped"
+    [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "$f: no graph was launched"
+  done
+  ;;
 fault-*) # FAULT (FAKECUDA_FAIL) fails a driver API the backend uses: the result is identical,
           # nothing lost or run twice, the fault really fired, REASON and DETAIL (the CUresult's
           # name) are in the report; an empty REASON: no *_failed reason at all (a failing

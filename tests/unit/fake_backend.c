@@ -198,8 +198,9 @@ static void fake_event(void *be, const struct cg_event *ev)
 void fake_backend_init(struct fake_backend *fb, uint64_t seed)
 {
 	memset(fb, 0, sizeof(*fb));
-	fb->table = (struct cg_backend){ fake_eager, fake_build, fake_patch, fake_launch,
-	                                 fake_destroy, fake_event };
+	fb->table = (struct cg_backend){ .eager = fake_eager, .build = fake_build,
+	                                 .patch = fake_patch, .launch = fake_launch,
+	                                 .destroy = fake_destroy, .event = fake_event };
 	fb->rng = seed * 0x9e3779b97f4a7c15ull + 1;
 }
 

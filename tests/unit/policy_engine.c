@@ -446,6 +446,69 @@ static void test_repeated_failures_disable(void **state)
 	rig_down(&r);
 }
 
+/* A backend that times chunks: the runs it was asked to sample, in order. */
+#define SAMPLES_MAX 256
+static struct {
+	uint64_t key[SAMPLES_MAX];
+	bool graph[SAMPLES_MAX];
+	int n;
+	bool open;
+	long launches_at_begin[SAMPLES_MAX];
+} sampled;
+
+static bool sample_begin(void *be, void *stream, uint64_t key, bool graph)
+{
+	const struct fake_backend *fb = be;
+	if (sampled.open || sampled.n == SAMPLES_MAX)
+		return false;
+	sampled.key[sampled.n] = key;
+	sampled.graph[sampled.n] = graph;
+	sampled.launches_at_begin[sampled.n] = fb->graph_launches;
+	sampled.open = true;
+	return true;
+}
+
+static void sample_end(void *be, void *stream, bool ok)
+{
+	assert_true(sampled.open && ok);
+	sampled.open = false;
+	sampled.n++;
+}
+
+static void test_cost_samples_alternate_then_stop(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	memset(&sampled, 0, sizeof(sampled));
+	r.fb.table.time_begin = sample_begin;
+	r.fb.table.time_end = sample_end;
+	for (int it = 0; it < 20; it++)
+		iteration(&r, 0, (uint64_t)it);
+	/* Every chunk: eager, graph, eager, graph, eager, graph, then never again. */
+	int chunks = 0;
+	for (int i = 0; i < sampled.n; i++) {
+		int seen = 0;
+		for (int j = 0; j < i; j++)
+			seen += sampled.key[j] == sampled.key[i];
+		assert_int_equal(sampled.graph[i], seen % 2 == 1);
+		assert_true(seen < 6);
+		chunks += seen == 0;
+	}
+	assert_true(chunks > 1);
+	assert_int_equal(sampled.n, 6 * chunks);
+	/* The first sample of each chunk comes after its graph's first (untimed) launch. */
+	assert_true(sampled.launches_at_begin[0] >= 1);
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 3 * LOOP);  /* chunks cover the loop */
+	assert_int_equal(st.ops_replayed, 14 * LOOP);
+	/* Samples saying the graphs are slower disable every chunk. */
+	for (int i = 0; i < sampled.n; i++)
+		if (!sampled.graph[i])
+			cg_stream_timing(r.s[0], sampled.key[i], 10.0, 11.0);
+	assert_int_equal(stats(&r).chunks_disabled, chunks);
+	rig_down(&r);
+}
+
 static void test_cost_gate_disables_slower_chunk(void **state)
 {
 	struct rig r;
@@ -697,6 +760,7 @@ int main(void)
 		cmocka_unit_test(test_patch_failure),
 		cmocka_unit_test(test_launch_failure),
 		cmocka_unit_test(test_repeated_failures_disable),
+		cmocka_unit_test(test_cost_samples_alternate_then_stop),
 		cmocka_unit_test(test_cost_gate_disables_slower_chunk),
 		cmocka_unit_test(test_max_graphs_evicts_lru),
 		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),

@@ -164,6 +164,27 @@ static void random_faults(struct fake_backend *fb, struct rng *r)
 	}
 }
 
+/* Cost-gate timing in half the traces: the backend takes a random share of the samples asked
+ * for, and one comes back (a slower or a faster graph) at random points between calls. */
+static struct {
+	struct rng *r;
+	bool have[2];
+	uint64_t key[2];
+} timing;
+
+static bool timing_begin(void *be, void *stream, uint64_t key, bool graph)
+{
+	if (!chance(timing.r, 600))
+		return false;
+	timing.key[fake_stream_id(stream)] = key;
+	timing.have[fake_stream_id(stream)] = true;
+	return true;
+}
+
+static void timing_end(void *be, void *stream, bool ok)
+{
+}
+
 /* Runs one trace; returns ops replayed (to check the property is not vacuous). */
 static uint64_t run_trace(uint64_t seed)
 {
@@ -173,6 +194,12 @@ static uint64_t run_trace(uint64_t seed)
 	random_config(&w.cfg, &r);
 	fake_backend_init(&w.fb, seed);
 	random_faults(&w.fb, &r);
+	memset(&timing, 0, sizeof(timing));
+	timing.r = &r;
+	if (chance(&r, 500)) {
+		w.fb.table.time_begin = timing_begin;
+		w.fb.table.time_end = timing_end;
+	}
 	w.e = cg_engine_new(&w.cfg, &w.fb.table, &w.fb);
 	assert_non_null(w.e);
 	for (uint32_t i = 0; i < 2; i++) {
@@ -184,6 +211,10 @@ static uint64_t run_trace(uint64_t seed)
 	while (live[0] || live[1]) {
 		uint32_t id = live[0] && live[1] ? below(&r, 2) : live[1];
 		live[id] = step(&w, &r, id);
+		if (timing.have[id] && chance(&r, 300)) {
+			cg_stream_timing(w.s[id], timing.key[id], 10.0, chance(&r, 500) ? 9.0 : 11.0);
+			timing.have[id] = false;
+		}
 		if (w.fb.graphs_alive > (long)w.cfg.max_graphs)
 			fail_msg("seed %llu: %ld graphs alive, max %u", (unsigned long long)seed,
 			         w.fb.graphs_alive, w.cfg.max_graphs);
