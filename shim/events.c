@@ -1,6 +1,7 @@
 /* Report lines (events.h). Everything here runs off the hot path: on first occurrences, on
  * graph builds, and once at exit. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -153,6 +154,54 @@ void cg_events_header(void)
 		cg_report_emit(&j);
 }
 
+/* The devices the program's streams live on (a process may use several: one per rank is the
+ * rule, device switching happens). Written under `devices_lock`, read at exit. */
+enum { MAX_DEVICES = 16 };
+static struct { int ordinal; char name[96]; } devices[MAX_DEVICES];
+static int n_devices;
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void cg_events_device(CUcontext ctx)
+{
+	CUdevice dev;
+	cg_tl_internal++;
+	/* Drivers before CUDA 13 lack the _v2: the current context's device (usually the same) */
+	bool known = ctx && cg_real[CG_E_cuCtxGetDevice_v2] ?
+	             CG_REAL(cuCtxGetDevice_v2)(&dev, ctx) == CUDA_SUCCESS :
+	             cg_real[CG_E_cuCtxGetDevice] && CG_REAL(cuCtxGetDevice)(&dev) == CUDA_SUCCESS;
+	cg_tl_internal--;
+	if (!known)
+		return;
+	pthread_mutex_lock(&devices_lock);
+	bool seen = false;
+	for (int i = 0; i < n_devices; i++)
+		seen = seen || devices[i].ordinal == (int)dev;
+	if (!seen && n_devices < MAX_DEVICES) {
+		devices[n_devices].ordinal = (int)dev;
+		cg_tl_internal++;
+		if (!cg_real[CG_E_cuDeviceGetName] ||
+		    CG_REAL(cuDeviceGetName)(devices[n_devices].name, sizeof(devices[0].name), dev) != CUDA_SUCCESS)
+			devices[n_devices].name[0] = '\0';
+		cg_tl_internal--;
+		n_devices++;
+	}
+	pthread_mutex_unlock(&devices_lock);
+}
+
+static void json_devices(struct cg_json *j)
+{
+	pthread_mutex_lock(&devices_lock);
+	cg_json_arr(j, "devices");
+	for (int i = 0; i < n_devices; i++) {
+		cg_json_obj(j, NULL);
+		cg_json_int(j, "ordinal", devices[i].ordinal);
+		cg_json_str(j, "name", devices[i].name[0] ? devices[i].name : NULL);
+		cg_json_obj_end(j);
+	}
+	cg_json_arr_end(j);
+	pthread_mutex_unlock(&devices_lock);
+}
+
 struct stream_walk { struct cg_json *j; uint64_t ops; };
 
 static void json_stream(struct cg_sstate *s, void *arg)
@@ -221,6 +270,9 @@ void cg_events_summary(void)
 	cg_json_obj_end(&j);
 #ifdef CG_HAVE_NCCL
 	cg_nccl_json(&j);
+	int nccl = cg_nccl_version(); /* libnccl may have been loaded after the header was written */
+	if (nccl)
+		cg_json_int(&j, "nccl_version", nccl);
 #endif
 	const char *dname;
 	uint64_t calls;
@@ -229,6 +281,7 @@ void cg_events_summary(void)
 		if (calls)
 			cg_json_uint(&j, dname, calls);
 	cg_json_obj_end(&j);
+	json_devices(&j);
 	struct stream_walk w = { &j, 0 };
 	cg_json_arr(&j, "streams");
 	cg_stream_each(json_stream, &w);

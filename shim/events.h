@@ -3,6 +3,8 @@
 #ifndef CG_SHIM_EVENTS_H
 #define CG_SHIM_EVENTS_H
 
+#include <cuda.h>
+
 #include "policy/engine.h"
 
 /* backend->event: called with the stream's lock held. */
@@ -13,6 +15,9 @@ void cg_events_boundary(enum cg_reason why);
  * stream, inside the program's capture): counted with the engine's fallbacks in the summary. */
 void cg_events_bypass(enum cg_reason why);
 void cg_events_header(void);
+/* A stream of context `ctx` was seen: its device is named in the summary's `devices` (the
+ * header is written before the program picks a device). */
+void cg_events_device(CUcontext ctx);
 /* nccl.c: the summary's "collectives":{name: calls}; the loaded libnccl's version code (0: none). */
 struct cg_json;
 void cg_nccl_json(struct cg_json *j);

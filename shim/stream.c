@@ -63,6 +63,7 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 		pthread_mutex_init(&s->lock, NULL);
 	s->handle = k == LEGACY ? CU_STREAM_LEGACY : k == PER_THREAD ? CU_STREAM_PER_THREAD : h;
 	s->ctx = ctx;
+	cg_events_device(ctx); /* the summary names the devices used */
 	s->capture = NULL;
 	s->legacy = k == LEGACY;
 	s->per_thread = k == PER_THREAD;

@@ -52,9 +52,17 @@ static void cg_print_header(const struct cg_rfile *f, size_t index)
 		printf("  (no header record)\n");
 		return;
 	}
-	const struct jv *dev = jv_get(h, "device");
+	/* The summary names the devices the program's streams used; the header (written before
+	 * the program picks one) names device 0 at best. */
+	const struct jv *dev = jv_get(h, "device"), *used = jv_get(f->summary, "devices");
 	printf("  device     ");
-	if (jv_str(dev))
+	if (used && used->type == JV_ARR && used->n > 0) {
+		for (size_t i = 0; i < used->n; i++) {
+			const char *name = jv_str(jv_get(used->items[i], "name"));
+			printf("%s%s (GPU %.0f)", i ? ", " : "", name ? name : "?",
+			       jv_num(jv_get(used->items[i], "ordinal"), 0));
+		}
+	} else if (jv_str(dev))
 		printf("%s", jv_str(dev));
 	else if (dev)
 		jv_print(stdout, dev);
@@ -62,7 +70,9 @@ static void cg_print_header(const struct cg_rfile *f, size_t index)
 		printf("?");
 	cg_print_version("· driver", jv_get(h, "driver_version"));
 	cg_print_version("· CUDA", jv_get(h, "cuda_version"));
-	const struct jv *nccl = jv_get(h, "nccl_version");
+	const struct jv *nccl = jv_get(f->summary, "nccl_version"); /* loaded after the header? */
+	if (nccl == NULL)
+		nccl = jv_get(h, "nccl_version");
 	if (nccl && nccl->type == JV_NUM && nccl->num >= 10000) /* NCCL_VERSION_CODE since 2.9 */
 		printf(" · NCCL %d.%d.%d", (int)nccl->num / 10000, (int)nccl->num % 10000 / 100,
 		       (int)nccl->num % 100);

@@ -234,6 +234,17 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
   return CUDA_SUCCESS;
 }
 
+/* CUDA 13: the device of a given context (NULL: the current one). One device: 0. */
+CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+  CG_ENTER(cuCtxGetDevice_v2);
+  if (!ctx) return cuCtxGetDevice(device);
+  if (!cg_ctx_live(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
 /* Work runs at launch, so there is never anything to wait for. */
 CUresult CUDAAPI cuCtxSynchronize(void)
 {

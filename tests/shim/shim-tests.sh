@@ -56,6 +56,9 @@ fourway) # all four ways of reaching the driver; every launch seen; replay happe
     fail "no fallback names the program's call (cuStreamSynchronize)"
   [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
     fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
+  # the summary names the device the program's streams used (the header is written before)
+  grep '"event":"summary"' "$tmp/s.jsonl" | grep -q '"devices":\[{"ordinal":0,"name":"FakeCUDA CPU"}\]' ||
+    fail "the summary does not name device 0: $(grep -o '"devices":[^]]*]' "$tmp/s.jsonl")"
   ;;
 record-only) # the recording pass-through: nothing deferred, same calls reach the fake
   eager e "$progs/fourway" --iters 20

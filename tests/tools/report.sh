@@ -13,6 +13,7 @@ trap 'rm -rf "$T"' EXIT
 out=$("$CG" report "$DATA/rank0.jsonl" "$DATA/rank1.jsonl") || fail "exit $? on good files"
 expect "$out" "(rank 0, pid 4101)"
 expect "$out" "device     NVIDIA H200 · driver 13.0 · CUDA 13.0 · NCCL 2.27.3"
+expect "$out" "device     NVIDIA H200 (GPU 1) · driver 13.0"   # rank 1's summary names its device
 expect "$out" "options    CUGRAFT_WARMUP=11 CUGRAFT_REPORT=r%r.jsonl"
 expect "$out" "replayed   90.0% of 1000 ops from graphs (15 graph launches, 16 graphs built), 100 eager"
 expect "$out" "fallbacks  sync 7 · divergence 2"
