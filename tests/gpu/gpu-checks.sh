@@ -38,8 +38,8 @@ compare() { # NAME KEY: both exited 0, lines starting with KEY identical
   local a b; a=$(grep "^$key" "$out/$n.eager.out" | md5sum); b=$(grep "^$key" "$out/$n.shim.out" | md5sum)
   [ -n "$(grep "^$key" "$out/$n.eager.out")" ] || { fail "$n: no '$key' lines"; return; }
   [ "$a" = "$b" ] || { fail "$n: '$key' differs under the shim"; return; }
-  echo "ok $n: identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen | \
-    awk '{printf "launches %s graph_launches %s replayed %s eager %s escaped %s cupti_launches %s", $1,$2,$3,$4,$5,$6}')"
+  echo "ok $n: identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen fallbacks.cost_gate | \
+    awk '{printf "launches %s graph_launches %s replayed %s eager %s escaped %s cupti_launches %s cost_gated %s", $1,$2,$3,$4,$5,$6,$7}')"
 }
 compare_exit() { # NAME: the same exit status both ways (a program may abort on purpose), then compare
   local n=$1 e s
@@ -212,7 +212,7 @@ if want torch; then
     env CUGRAFT_REPORT="$out/$n.jsonl" CUGRAFT_AUDIT=1 LD_PRELOAD="$lib" timeout 300 python3 "$root/bench/train_torch.py" \
       --model $model --mode $mode --steps 50 --out "$out/$n.shim.loss" > "$out/$n.shim.out" 2>&1; echo $? > "$out/$n.shim.rc"
     if [ "$(cat "$out/$n.eager.rc")$(cat "$out/$n.shim.rc")" = 00 ] && cmp -s "$out/$n.eager.loss" "$out/$n.shim.loss"; then
-      echo "ok $n: losses identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen); step eager $(grep step_ms "$out/$n.eager.out") shim $(grep step_ms "$out/$n.shim.out")"
+      echo "ok $n: losses identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen fallbacks.cost_gate); step eager $(grep step_ms "$out/$n.eager.out") shim $(grep step_ms "$out/$n.shim.out")"
     else
       fail "$n: rc $(cat "$out/$n.eager.rc")/$(cat "$out/$n.shim.rc") $(tail -3 "$out/$n.shim.out")"
     fi
