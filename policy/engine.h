@@ -19,6 +19,10 @@ struct cg_engine_config {
 	uint32_t max_graphs;  /* instantiated graphs alive at once, over all streams; LRU eviction */
 	uint32_t fail_limit;  /* failures after which a chunk stays eager for good */
 	bool record_only;     /* learn and count, never defer or build (recording pass-through) */
+	/* Host time (us) one eager op costs and one graph launch costs: the host time a graph of n
+	 * ops saves, n * launch_host_us - graph_launch_host_us, is what the cost gate weighs a
+	 * graph's extra GPU time against. */
+	double launch_host_us, graph_launch_host_us;
 	/* Every engine allocation goes through this (NULL: libc realloc/free). n == 0 frees p and
 	 * returns NULL. Lets tests make allocations fail: the engine then degrades to PASS/eager. */
 	void *(*realloc_fn)(void *p, size_t n);
@@ -63,8 +67,10 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s);
 void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
 
 /* Feedback from the backend: one GPU timing sample of a chunk (key from CG_EV_GRAPH_BUILT) run
- * eagerly and as a graph. A chunk whose graph is more than 2% slower over at least 3 samples is
- * disabled for good (reason COST_GATE). Call with the stream's lock held. */
+ * eagerly and as a graph. Over at least 3 samples, a chunk whose graph takes more GPU time than
+ * its eager ops by over 2% AND by more than the host time the graph saves is disabled for good
+ * (reason COST_GATE): eager samples are submitted in a burst, so they measure the GPU alone,
+ * while a graph's gain is on the host. Call with the stream's lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, double graph_us);
 
 /* Statistics for the report (sums over all streams, atomically maintained). */

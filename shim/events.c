@@ -20,10 +20,8 @@
 #include "stream.h"
 #include <unistd.h>
 
-/* Measured on the H200 (DESIGN.md): a cuLaunchKernel costs 3.4 us of host time; a graph launch
- * plus its share of replay ~2.5 us; cuGraphExecKernelNodeSetParams 0.43 us. */
-#define HOST_US_PER_LAUNCH 3.4
-#define HOST_US_PER_GRAPH_LAUNCH 2.5
+/* Measured on the H200 (DESIGN.md): cuGraphExecKernelNodeSetParams 0.43 us of host time (a
+ * launch's and a graph launch's are the engine's config defaults, which the cost gate uses). */
 #define HOST_US_PER_PATCH 0.43
 
 static _Atomic uint64_t boundaries[CG_R_COUNT], bypassed[CG_R_COUNT];
@@ -249,8 +247,10 @@ void cg_events_summary(void)
 	cg_json_uint(&j, "graphs_built", st.graphs_built);
 	cg_json_uint(&j, "chunks_learned", st.chunks_learned);
 	cg_json_uint(&j, "chunks_disabled", st.chunks_disabled);
-	double saved = (double)st.ops_replayed * HOST_US_PER_LAUNCH -
-	               (double)st.graph_launches * HOST_US_PER_GRAPH_LAUNCH -
+	struct cg_engine_config costs;
+	cg_engine_config_default(&costs);
+	double saved = (double)st.ops_replayed * costs.launch_host_us -
+	               (double)st.graph_launches * costs.graph_launch_host_us -
 	               (double)st.patches * HOST_US_PER_PATCH;
 	cg_json_double(&j, "host_time_saved_us", saved > 0 ? saved : 0.0);
 	cg_json_obj(&j, "fallbacks");

@@ -122,8 +122,8 @@ struct cg_stream {
   atomic_ullong gpu_ns;  /* simulated GPU time of the work run on it (cg_gpu_run) */
 };
 /* Simulated GPU time: every op run on a stream advances its clock, by 2 us eagerly and 1 us as
- * a graph node, or 4 us as a graph node under FAKECUDA_GRAPH_SLOW=1 (graphs slower than eager,
- * for the cost gate). Two events recorded on one stream measure that clock; on two streams,
+ * a graph node, or 10 us as a graph node under FAKECUDA_GRAPH_SLOW=1 (graphs slower than eager
+ * by more than the 3.4 us of host time a launch costs: the cost gate disables them). Two events recorded on one stream measure that clock; on two streams,
  * wall-clock time. */
 void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph);
 /* Resolves a stream handle (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or created); NULL if bad. */

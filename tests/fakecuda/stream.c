@@ -138,7 +138,7 @@ void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph)
     atomic_store_explicit(&graph_slow, v && *v == '1', memory_order_relaxed);
   }
   unsigned long long per_op = !graph ? 2000
-                            : atomic_load_explicit(&graph_slow, memory_order_relaxed) ? 4000 : 1000;
+                            : atomic_load_explicit(&graph_slow, memory_order_relaxed) ? 10000 : 1000;
   atomic_fetch_add_explicit(&s->gpu_ns, ops * per_op, memory_order_relaxed);
 }
 

@@ -34,6 +34,9 @@ same_result() { # A B: both exited 0 and printed the same checksum
   [ -n "$a" ] || fail "$1 printed no checksum"
   [ "$a" = "$b" ] || fail "checksum $2=$b differs from $1=$a"
 }
+in_second_half() { # RE LOG: calls matching RE logged after half of the kernel runs (fake call log)
+  awk -v re="$1" '/^run/ { runs++ } $1 ~ re { at[n++] = runs }
+    END { c = 0; for (i = 0; i < n; i++) c += at[i] > runs / 2; print c }' "$2"; }
 same_work() { # A B: the fake ran the same number of kernels (each op once, none lost)
   local a b; a=$(stat kernels_run "$tmp/$1.stats"); b=$(stat kernels_run "$tmp/$2.stats")
   [ -n "$a" ] && [ "$a" = "$b" ] || fail "kernels run: $1=$a $2=$b"
@@ -165,34 +168,33 @@ spin) # a host thread spins on memory a deferred kernel writes: the flusher must
   [ "$(cat "$tmp/s.rc")" = 0 ] || fail "spin exited $(cat "$tmp/s.rc"): $(tail -2 "$tmp/s.out" "$tmp/s.err")"
   ;;
 cost-gate) # graphs slower than eager on the fake's simulated GPU clock (FAKECUDA_GRAPH_SLOW=1):
-           # the timed chunks are disabled (cost_gate) and replay no more; results and work exact
-  eager e "$progs/fourway" --iters 40
-  FAKECUDA_GRAPH_SLOW=1 shim s "$progs/fourway" --iters 40
-  FAKECUDA_GRAPH_SLOW=1 shim s2 "$progs/fourway" --iters 80
+           # the timed chunks are disabled (cost_gate) and replay no more; results and work exact.
+           # Chunk cuts hash per-process handles, so runs differ: each claim is checked inside
+           # one run's call log (half: the second half of its kernel runs).
+  export CUGRAFT_MAX_DEFER_US=10000000
+  eager e "$progs/fourway" --iters 80
+  FAKECUDA_GRAPH_SLOW=1 LOGRUN=1 shim s "$progs/fourway" --iters 80
   same_result e s; same_work e s
   [ "$(stat memops_run "$tmp/s.stats")" = "$(stat memops_run "$tmp/e.stats")" ] ||
     fail "memops run: e=$(stat memops_run "$tmp/e.stats") s=$(stat memops_run "$tmp/s.stats")"
-  gated=$(grep -c '"event":"chunk_disabled".*"reason":"cost_gate"' "$tmp/s2.jsonl")
+  gated=$(grep -c '"event":"chunk_disabled".*"reason":"cost_gate"' "$tmp/s.jsonl")
   [ "$gated" -gt 0 ] || fail "no chunk disabled by the cost gate"
-  # a gated chunk ran from its graph 4 times: once to load it, then 3 timed runs
-  [ "$(summary "$tmp/s2.jsonl" graph_launches)" -le $((4 * gated)) ] ||
-    fail "$(summary "$tmp/s2.jsonl" graph_launches) graph launches in 80 iterations, $gated chunks gated"
-  [ "$(stat graph_launches "$tmp/s2.stats")" = "$(stat graph_launches "$tmp/s.stats")" ] ||
-    fail "gated chunks kept replaying: $(stat graph_launches "$tmp/s.stats") graph launches in 40 iterations, $(stat graph_launches "$tmp/s2.stats") in 80"
+  [ "$(in_second_half '^cuGraphLaunch' "$tmp/s.log")" = 0 ] ||
+    fail "gated chunks kept replaying: $(in_second_half '^cuGraphLaunch' "$tmp/s.log") graph launches in the second half"
   ;;
 cost-normal) # graphs faster than eager: chunks are timed a few times, then replay with no event
-             # calls at all (the same event calls in 40 and in 80 iterations); nothing gated
-  eager e "$progs/fourway" --iters 40
-  shim s "$progs/fourway" --iters 40
-  shim s2 "$progs/fourway" --iters 80
+             # calls at all (none in the second half of the run); nothing gated
+  export CUGRAFT_MAX_DEFER_US=10000000
+  eager e "$progs/fourway" --iters 80
+  LOGRUN=1 shim s "$progs/fourway" --iters 80
   same_result e s; same_work e s
-  ! grep -q cost_gate "$tmp/s.jsonl" "$tmp/s2.jsonl" || fail "a chunk was gated although its graph is faster"
+  ! grep -q cost_gate "$tmp/s.jsonl" || fail "a chunk was gated although its graph is faster"
   [ "$(summary "$tmp/s.jsonl" fallbacks.cost_sample)" -gt 0 ] || fail "no chunk ran as a timed eager sample"
   [ "$(stat api.cuEventElapsedTime_v2 "$tmp/s.stats")" -gt 0 ] || fail "no timing sample was read"
-  [ "$(summary "$tmp/s2.jsonl" graph_launches)" -gt $((2 * $(summary "$tmp/s.jsonl" graph_launches) - 100)) ] ||
-    fail "replay did not go on: $(summary "$tmp/s.jsonl" graph_launches) graph launches in 40 iterations, $(summary "$tmp/s2.jsonl" graph_launches) in 80"
-  diff <(grep '^api\.cuEvent' "$tmp/s.stats") <(grep '^api\.cuEvent' "$tmp/s2.stats") > /dev/null ||
-    fail "event calls grow with iterations: $(grep '^api\.cuEventRecord' "$tmp/s.stats" "$tmp/s2.stats" | tr '\n' ' ')"
+  [ "$(in_second_half '^cuGraphLaunch' "$tmp/s.log")" -gt 0 ] || fail "replay did not go on in the second half"
+  timing='^cuEvent(Record|Query|ElapsedTime)'  # (the events are destroyed at exit)
+  [ "$(in_second_half "$timing" "$tmp/s.log")" = 0 ] ||
+    fail "timing never stops: $(in_second_half "$timing" "$tmp/s.log") event calls in the second half"
   ;;
 cost-fault) # an event API failing stops all timing at once: results exact, that API never called
             # again, one note in the report, graphs still replay

@@ -182,7 +182,7 @@ static void fake_event(void *be, const struct cg_event *ev)
 	if ((unsigned)ev->kind < 5)
 		fb->events[ev->kind]++;
 	if (ev->kind == CG_EV_GRAPH_BUILT)
-		fb->last_built_key = ev->chunk_key;
+		fb->last_built_key = ev->chunk_key, fb->last_built_ops = ev->chunk_ops;
 	if (ev->kind != CG_EV_FALLBACK)
 		return;
 	fb->fallback_events[ev->reason]++;

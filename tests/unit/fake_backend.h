@@ -37,6 +37,7 @@ struct fake_backend {
 	long events[5];            /* by cg_event_kind */
 	long fallback_events[CG_R_COUNT];
 	uint64_t last_built_key;   /* chunk_key of the latest CG_EV_GRAPH_BUILT */
+	uint32_t last_built_ops;   /* and its chunk_ops */
 	struct cg_event last_divergence;  /* expected/got are copied into the buffers below */
 	struct cg_op div_expected, div_got;
 	unsigned char div_bytes[2][512];

@@ -475,10 +475,19 @@ static void sample_end(void *be, void *stream, bool ok)
 	sampled.n++;
 }
 
+/* The GPU alone: no host time saved by a graph to weigh against its extra GPU time. */
+static const struct cg_engine_config *config_gpu_only(uint32_t warmup, uint32_t chunk_max)
+{
+	static struct cg_engine_config cfg;
+	cfg = *config(warmup, chunk_max);
+	cfg.launch_host_us = cfg.graph_launch_host_us = 0;
+	return &cfg;
+}
+
 static void test_cost_samples_alternate_then_stop(void **state)
 {
 	struct rig r;
-	rig_up(&r, config(3, 64), 1);
+	rig_up(&r, config_gpu_only(3, 64), 1);
 	memset(&sampled, 0, sizeof(sampled));
 	r.fb.table.time_begin = sample_begin;
 	r.fb.table.time_end = sample_end;
@@ -512,7 +521,7 @@ static void test_cost_samples_alternate_then_stop(void **state)
 static void test_cost_gate_disables_slower_chunk(void **state)
 {
 	struct rig r;
-	rig_up(&r, config(3, 64), 1);
+	rig_up(&r, config_gpu_only(3, 64), 1);
 	for (int it = 0; it < 4; it++)
 		iteration(&r, 0, (uint64_t)it);
 	uint64_t slow = r.fb.last_built_key;
@@ -530,6 +539,26 @@ static void test_cost_gate_disables_slower_chunk(void **state)
 	uint64_t gated = st.fallbacks[CG_R_COST_GATE];
 	assert_true(gated > 0 && gated % 4 == 0 && gated / 4 <= 64);
 	assert_int_equal(st.ops_replayed - before, 4 * LOOP - gated);
+	rig_down(&r);
+}
+
+/* A graph a little slower on the GPU than its ops launched in a burst still saves their host
+ * launch time, and stays; one slower by more than that saving is disabled. */
+static void test_cost_gate_weighs_host_saving(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 4; it++)
+		iteration(&r, 0, (uint64_t)it);
+	uint64_t key = r.fb.last_built_key;
+	uint32_t n = r.fb.last_built_ops;
+	assert_true(n >= 2);
+	double saved = n * 3.4 - 2.5;   /* the default host costs */
+	for (int i = 0; i < 3; i++)
+		cg_stream_timing(r.s[0], key, 100.0, 100.0 + 0.9 * saved);
+	assert_int_equal(stats(&r).chunks_disabled, 0);
+	cg_stream_timing(r.s[0], key, 100.0, 100.0 + 5 * saved);  /* now over 4 samples: > saving */
+	assert_int_equal(stats(&r).chunks_disabled, 1);
 	rig_down(&r);
 }
 
@@ -762,6 +791,7 @@ int main(void)
 		cmocka_unit_test(test_repeated_failures_disable),
 		cmocka_unit_test(test_cost_samples_alternate_then_stop),
 		cmocka_unit_test(test_cost_gate_disables_slower_chunk),
+		cmocka_unit_test(test_cost_gate_weighs_host_saving),
 		cmocka_unit_test(test_max_graphs_evicts_lru),
 		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),
 		cmocka_unit_test(test_record_only_never_defers),

@@ -146,6 +146,8 @@ static void random_config(struct cg_engine_config *cfg, struct rng *r)
 	static const uint32_t chunk_max[] = { 1, 4, 5, 8, 16, 33, 64 };
 	static const uint32_t max_graphs[] = { 0, 1, 2, 3, 8, 1000 };
 	cg_engine_config_default(cfg);
+	if (chance(r, 500))  /* the GPU alone: slower graph samples do disable chunks */
+		cfg->launch_host_us = cfg->graph_launch_host_us = 0;
 	cfg->warmup = 1 + below(r, 4);
 	cfg->chunk_max = chunk_max[below(r, 7)];
 	cfg->max_graphs = max_graphs[below(r, 6)];
