@@ -44,6 +44,7 @@ struct cg_stream {
 	uint64_t epoch;             /* program boundaries so far: instance positions restart */
 	uint32_t timeouts;          /* deferrals that hit the budget */
 	bool slow;                  /* the program submits too slowly to defer at all */
+	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
 	struct cg_index ix;
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
 	uint8_t fallback_events[CG_R_COUNT];
@@ -432,6 +433,7 @@ static bool eager_sample(struct cg_stream *s, struct cg_chunk *t)
  * launch it. On failure nothing ran, so the ops go eagerly, in order. */
 static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 {
+	s->just_launched = t->key;
 	const struct cg_engine *e = s->e;
 	const struct cg_scratch *sc = &s->sc;
 	const char *detail = NULL;
@@ -594,6 +596,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 {
 	uint64_t hash = op->hash ? op->hash : cg_sig_hash(op->sig, op->sig_len);
 	s->op_index++;
+	s->just_launched = 0;
 	ST(s, ops, 1);
 	if (s->deferring) {
 		if (follow(s, op, hash))
@@ -603,6 +606,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 			return learn(s, op, hash);
 		}
 		launch_chunk(s, s->complete);  /* then `op` starts a chunk */
+		s->just_launched = 0;
 	}
 	if (!s->sc.n && !s->e->cfg.record_only && !s->slow && start_deferral(s, op, hash))
 		return CG_TAKEN;
@@ -628,6 +632,12 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	if (s->deferring)
 		end_deferral(s, why);
 	cut(s, true);
+	/* The host now waits for the chunk that just ran (see cg_stream_timing: EXPOSED). */
+	if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && s->just_launched) {
+		struct cg_chunk *t = cg_index_find_key(&s->ix, s->just_launched);
+		if (t)
+			t->waited = true;
+	}
 }
 
 /* The deferred ops waited the whole deferral budget for their chunk to complete. Once in a
@@ -705,12 +715,24 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, 
 	t->graph_us += graph_us;
 	const struct cg_engine_config *c = &s->e->cfg;
 	double host_saved = t->n * c->launch_host_us - c->graph_launch_host_us;
-	if (++t->samples < 3 || t->graph_us <= t->eager_us * 1.02 ||
-	    t->graph_us - t->eager_us <= t->samples * (host_saved > 0 ? host_saved : 0))
+	if (host_saved < 0)
+		host_saved = 0;
+	if (++t->samples < 3)
 		return;
-	disable(s, t, CG_R_COST_GATE);
+	enum cg_reason r = CG_R_NONE;
+	if (t->graph_us > t->eager_us * 1.02 && t->graph_us - t->eager_us > t->samples * host_saved)
+		r = CG_R_COST_GATE;
+	/* Deferred, a chunk the host then waits for (.item(), a sync) starts on the GPU only when
+	 * the host is already waiting: its whole GPU time is waited for, where eager launches would
+	 * have run while the host submitted them (all but about the last op's share). Worth it only
+	 * while that costs less than the launch time its graph saves. */
+	else if (t->waited && t->graph_us * (t->n - 1) / t->n > t->samples * host_saved)
+		r = CG_R_EXPOSED;
+	if (r == CG_R_NONE)
+		return;
+	disable(s, t, r);
 	if (s->deferring && !s->ncand && !s->complete)
-		end_deferral(s, CG_R_COST_GATE);
+		end_deferral(s, r);
 }
 
 /* ---- engine and streams ----------------------------------------------------------------- */

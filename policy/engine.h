@@ -70,7 +70,9 @@ void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
  * eagerly and as a graph. Over at least 3 samples, a chunk whose graph takes more GPU time than
  * its eager ops by over 2% AND by more than the host time the graph saves is disabled for good
  * (reason COST_GATE): eager samples are submitted in a burst, so they measure the GPU alone,
- * while a graph's gain is on the host. Call with the stream's lock held. */
+ * while a graph's gain is on the host. A chunk launched where the host then waits (SYNC,
+ * HOST_COPY boundaries) whose graph's GPU time exceeds that saving is disabled too (EXPOSED).
+ * Call with the stream's lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, double graph_us);
 
 /* Statistics for the report (sums over all streams, atomically maintained). */

@@ -83,13 +83,19 @@ static void rig_down(struct rig *r)
 }
 
 /* One iteration of the model loop: LOOP distinct kernels, then a sync. */
-static void iteration(struct rig *r, int sid, uint64_t step)
+/* One loop iteration ending at a boundary of kind `why`. */
+static void iteration_to(struct rig *r, int sid, enum cg_reason why)
 {
 	for (uint32_t p = 0; p < LOOP; p++) {
 		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
 		fake_submit(&r->fb, r->s[sid], (uint32_t)sid, &op);
 	}
-	fake_boundary(&r->fb, r->s[sid], (uint32_t)sid, CG_R_SYNC);
+	fake_boundary(&r->fb, r->s[sid], (uint32_t)sid, why);
+}
+
+static void iteration(struct rig *r, int sid, uint64_t step)
+{
+	iteration_to(r, sid, CG_R_SYNC);
 }
 
 static void test_steady_loop_replays(void **state)
@@ -554,12 +560,41 @@ static void test_cost_gate_weighs_host_saving(void **state)
 	uint32_t n = r.fb.last_built_ops;
 	assert_true(n >= 2);
 	double saved = n * 3.4 - 2.5;   /* the default host costs */
+	double eager = 0.05 * saved;     /* (a graph's whole time stays under the saving: not exposed) */
 	for (int i = 0; i < 3; i++)
-		cg_stream_timing(r.s[0], key, 100.0, 100.0 + 0.9 * saved);
+		cg_stream_timing(r.s[0], key, eager, eager + 0.9 * saved);
 	assert_int_equal(stats(&r).chunks_disabled, 0);
-	cg_stream_timing(r.s[0], key, 100.0, 100.0 + 5 * saved);  /* now over 4 samples: > saving */
+	cg_stream_timing(r.s[0], key, eager, eager + 5 * saved);  /* now over 4 samples: > saving */
 	assert_int_equal(stats(&r).chunks_disabled, 1);
+	assert_int_equal(r.fb.fallback_events[CG_R_COST_GATE] + stats(&r).fallbacks[CG_R_COST_GATE] > 0 ||
+	                 r.fb.events[CG_EV_CHUNK_DISABLED] == 1, 1);
 	rig_down(&r);
+}
+
+/* The chunk the host waits for right after it (the iteration ends with a sync) starts on the GPU
+ * only then: when its graph's GPU time is over the host time the graph saves, it stays eager
+ * (EXPOSED). The same chunk before a boundary the host does not wait at (an event record) keeps
+ * its graph. */
+static void test_exposed_chunk_before_sync(void **state)
+{
+	for (int at_sync = 0; at_sync < 2; at_sync++) {
+		struct rig r;
+		rig_up(&r, config(3, 64), 1);
+		for (int it = 0; it < 4; it++)
+			iteration_to(&r, 0, at_sync ? CG_R_SYNC : CG_R_EVENT);
+		uint64_t key = r.fb.last_built_key;  /* the iteration's last chunk */
+		double saved = r.fb.last_built_ops * 3.4 - 2.5;
+		for (int i = 0; i < 3; i++)
+			cg_stream_timing(r.s[0], key, 2 * saved, 2 * saved);  /* as fast as eager */
+		assert_int_equal(stats(&r).chunks_disabled, at_sync);
+		uint64_t before = stats(&r).ops_replayed;
+		for (int it = 4; it < 8; it++)
+			iteration_to(&r, 0, at_sync ? CG_R_SYNC : CG_R_EVENT);
+		struct cg_stats st = stats(&r);
+		assert_int_equal(st.fallbacks[CG_R_EXPOSED], at_sync ? 4 * r.fb.last_built_ops : 0);
+		assert_int_equal(st.ops_replayed - before, 4 * LOOP - st.fallbacks[CG_R_EXPOSED]);
+		rig_down(&r);
+	}
 }
 
 static void test_max_graphs_evicts_lru(void **state)
@@ -792,6 +827,7 @@ int main(void)
 		cmocka_unit_test(test_cost_samples_alternate_then_stop),
 		cmocka_unit_test(test_cost_gate_disables_slower_chunk),
 		cmocka_unit_test(test_cost_gate_weighs_host_saving),
+		cmocka_unit_test(test_exposed_chunk_before_sync),
 		cmocka_unit_test(test_max_graphs_evicts_lru),
 		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),
 		cmocka_unit_test(test_record_only_never_defers),

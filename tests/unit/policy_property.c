@@ -132,8 +132,8 @@ static bool step(struct world *w, struct rng *r, uint32_t id)
 		if (chance(r, 150))
 			p->use_variant = !p->use_variant;
 	}
-	if (chance(r, 20))
-		fake_boundary(&w->fb, s, id, CG_R_EVENT);
+	if (chance(r, 20))  /* a sync marks the chunk launched there as waited for (EXPOSED) */
+		fake_boundary(&w->fb, s, id, chance(r, 500) ? CG_R_SYNC : CG_R_EVENT);
 	if (chance(r, 10))
 		fake_flush(&w->fb, s, id, CG_R_TIMEOUT);
 	if (chance(r, 5))  /* GPU timing feedback, sometimes slower than eager */
