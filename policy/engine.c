@@ -43,7 +43,9 @@ struct cg_stream {
 	uint64_t tick;              /* LRU clock */
 	uint64_t epoch;             /* program boundaries so far: instance positions restart */
 	uint32_t timeouts;          /* deferrals that hit the budget */
-	bool slow;                  /* the program submits too slowly to defer at all */
+	bool slow;                  /* the program submits too slowly to defer at all, for now */
+	uint32_t slow_for;          /* boundaries since `slow` was set */
+	uint32_t slow_retry;        /* boundaries after which a slow stream tries deferring again */
 	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
 	struct cg_index ix;
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
@@ -632,6 +634,10 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	if (s->deferring)
 		end_deferral(s, why);
 	cut(s, true);
+	if (s->slow && ++s->slow_for >= s->slow_retry) {
+		s->slow = false;
+		s->timeouts = 0;
+	}
 	/* The host now waits for the chunk that just ran (see cg_stream_timing: EXPOSED). */
 	if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && s->just_launched) {
 		struct cg_chunk *t = cg_index_find_key(&s->ix, s->just_launched);
@@ -649,6 +655,13 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 
 #define SLOW_STREAM_TIMEOUTS 8
 
+/* Slowness is often a phase (start-up: lazy module loading, allocator warm-up, autotuning; a
+ * profiler attached for a while): a slow stream tries deferring again after SLOW_RETRY_FIRST
+ * program boundaries, and after twice as many each time it is found slow again, so a stream
+ * that stays slow pays a few timeouts per doubling period. */
+#define SLOW_RETRY_FIRST 32
+#define SLOW_RETRY_MAX (1u << 20)
+
 static bool split_on_timeout(struct cg_stream *s)
 {
 	uint32_t p = s->sc.n;
@@ -658,6 +671,9 @@ static bool split_on_timeout(struct cg_stream *s)
 	 * stops deferring; its work runs exactly as submitted, at eager speed. */
 	if (++s->timeouts >= SLOW_STREAM_TIMEOUTS && s->timeouts * 4 > s->st.graph_launches) {
 		s->slow = true;
+		s->slow_for = 0;
+		s->slow_retry = s->slow_retry ? (s->slow_retry < SLOW_RETRY_MAX ? 2 * s->slow_retry : SLOW_RETRY_MAX)
+		                              : SLOW_RETRY_FIRST;
 		fallback(s, CG_R_SLOW_SUBMIT, 0, true, (struct cg_event){ .op_index = s->op_index - 1 });
 	}
 	for (uint32_t i = 0; i < s->ncand; i++) {

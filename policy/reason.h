@@ -25,7 +25,7 @@
 	X(SCOPE,         "scope",            "excluded by CUGRAFT_SCOPE") \
 	X(PER_THREAD,    "per_thread_stream", "work on a per-thread default stream runs eagerly (another thread could not submit it in time): use a created stream") \
 	X(TIMEOUT,       "timeout",          "pending work waited CUGRAFT_MAX_DEFER_US without its chunk completing; submitted eagerly") \
-	X(SLOW_SUBMIT,   "slow_submit",      "the stream submits work more slowly than CUGRAFT_MAX_DEFER_US allows (a Python-speed loop): it runs eagerly; raise the budget or use torch.compile") \
+	X(SLOW_SUBMIT,   "slow_submit",      "the stream submits work more slowly than CUGRAFT_MAX_DEFER_US allows (a Python-speed loop): it runs eagerly for a while (retried after 32, 64, 128... boundaries); raise the budget or use torch.compile") \
 	X(BUILD_FAILED,  "build_failed",     "building or instantiating a graph failed (see the API result); the chunk backs off") \
 	X(PATCH_FAILED,  "patch_failed",     "updating a graph node's arguments failed; the chunk backs off") \
 	X(LAUNCH_FAILED, "launch_failed",    "launching a graph failed; the chunk backs off") \

@@ -177,7 +177,8 @@ static uint64_t shaped_iterations(struct rig *r, int from, int to, uint32_t shap
  * own graph instance, so after the first replayed step only the argument that really changes
  * (one launch in ten) is patched. */
 /* A stream whose deferrals keep timing out (ops arriving one every few tens of microseconds)
- * stops deferring altogether: the GPU must not wait for a slow host. */
+ * stops deferring altogether: the GPU must not wait for a slow host. Slowness can be a phase:
+ * once the host is fast again the stream defers and replays again within 32 boundaries. */
 static void test_slow_stream_stops_deferring(void **state)
 {
 	struct rig r;
@@ -201,6 +202,48 @@ static void test_slow_stream_stops_deferring(void **state)
 	struct cg_op op = mkop(0, 1, 0x7000000, 1);
 	assert_int_equal(fake_submit(&r.fb, r.s[0], 0, &op), CG_PASS);
 	assert_false(cg_stream_pending(r.s[0]));
+	fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	int fast = 0;
+	for (deferred = false; fast < 40 && !deferred; fast++) {
+		struct cg_stats before = stats(&r);
+		iteration(&r, 0, (uint64_t)fast);
+		deferred = stats(&r).ops_replayed > before.ops_replayed;
+	}
+	assert_true(deferred);
+	assert_true(fast > 16);   /* not at once: a stream that stays slow must not retry each time */
+	rig_down(&r);
+}
+
+/* A stream that stays slow retries deferring after 32, 64, 128, ... boundaries: over 1000
+ * boundaries it is found slow again only a few times, each costing a few timeouts. */
+static void test_slow_stream_retries_rarely(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 4; it++)
+		iteration(&r, 0, (uint64_t)it);
+	int timeouts = 0, deferring_iters = 0, last_deferring = 0;
+	for (int it = 4; it < 1000; it++) {
+		bool deferred = false;
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+			deferred |= cg_stream_pending(r.s[0]);
+			if (cg_stream_pending(r.s[0]) && p % 7 == 0) {
+				fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);
+				timeouts++;
+			}
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		deferring_iters += deferred;
+		last_deferring = deferred ? it : last_deferring;
+	}
+	/* Retried after 32, 64, 128, 256 boundaries (the next after 512 more): a few iterations of
+	 * deferral each time (measured: 12 iterations, 50 timeouts in all). */
+	assert_true(last_deferring > 400);   /* still retried late in the run (measured: 491) */
+	assert_true(deferring_iters <= 30);
+	assert_true(timeouts <= 100);
+	assert_int_equal(r.fb.contract_errors, 0);
 	rig_down(&r);
 }
 
@@ -834,6 +877,7 @@ int main(void)
 		cmocka_unit_test(test_pending_and_flush),
 		cmocka_unit_test(test_timeout_splits_chunk),
 		cmocka_unit_test(test_slow_stream_stops_deferring),
+		cmocka_unit_test(test_slow_stream_retries_rarely),
 		cmocka_unit_test(test_allocation_failure_degrades),
 		cmocka_unit_test(test_sig_hash_and_reasons),
 	};
