@@ -176,6 +176,23 @@ static uint64_t shaped_iterations(struct rig *r, int from, int to, uint32_t shap
  * chunk recurs at every position, each position with its own arguments. Each position gets its
  * own graph instance, so after the first replayed step only the argument that really changes
  * (one launch in ten) is patched. */
+/* One iteration on stream 0 from a host too slow for the deferral budget: whatever is deferred
+ * times out every 7 ops. Returns the deferral timeouts (0: nothing was deferred). */
+static int slow_iteration(struct rig *r)
+{
+	int timeouts = 0;
+	for (uint32_t p = 0; p < LOOP; p++) {
+		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+		fake_submit(&r->fb, r->s[0], 0, &op);
+		if (cg_stream_pending(r->s[0]) && p % 7 == 0) {
+			fake_flush(&r->fb, r->s[0], 0, CG_R_TIMEOUT);
+			timeouts++;
+		}
+	}
+	fake_boundary(&r->fb, r->s[0], 0, CG_R_SYNC);
+	return timeouts;
+}
+
 /* A stream whose deferrals keep timing out (ops arriving one every few tens of microseconds)
  * stops deferring altogether: the GPU must not wait for a slow host. Slowness can be a phase:
  * once the host is fast again the stream defers and replays again within 32 boundaries. */
@@ -187,13 +204,7 @@ static void test_slow_stream_stops_deferring(void **state)
 		iteration(&r, 0, (uint64_t)it);
 	bool deferred = true;
 	for (int it = 4; it < 40 && deferred; it++) {
-		for (uint32_t p = 0; p < LOOP; p++) {
-			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
-			fake_submit(&r.fb, r.s[0], 0, &op);
-			if (cg_stream_pending(r.s[0]) && p % 7 == 0)
-				fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);  /* the host is slow */
-		}
-		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		slow_iteration(&r);
 		struct cg_stats before = stats(&r);
 		iteration(&r, 0, (uint64_t)it);
 		deferred = stats(&r).ops_replayed > before.ops_replayed;
@@ -224,19 +235,10 @@ static void test_slow_stream_retries_rarely(void **state)
 		iteration(&r, 0, (uint64_t)it);
 	int timeouts = 0, deferring_iters = 0, last_deferring = 0;
 	for (int it = 4; it < 1000; it++) {
-		bool deferred = false;
-		for (uint32_t p = 0; p < LOOP; p++) {
-			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
-			fake_submit(&r.fb, r.s[0], 0, &op);
-			deferred |= cg_stream_pending(r.s[0]);
-			if (cg_stream_pending(r.s[0]) && p % 7 == 0) {
-				fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);
-				timeouts++;
-			}
-		}
-		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
-		deferring_iters += deferred;
-		last_deferring = deferred ? it : last_deferring;
+		int n = slow_iteration(&r);
+		timeouts += n;
+		deferring_iters += n > 0;
+		last_deferring = n > 0 ? it : last_deferring;
 	}
 	/* Retried after 32, 64, 128, 256 boundaries (the next after 512 more): a few iterations of
 	 * deferral each time (measured: 12 iterations, 50 timeouts in all). */
