@@ -38,7 +38,7 @@ int main()
     LAUNCH(conf_init, N, s, x, N, 31ULL);
     LAUNCH(conf_init, N, s, y, N, 32ULL);
 
-    unsigned long long hash = CONF_HASH0;
+    unsigned long long hash = WL_FNV_OFFSET;
     for (int it = 0; it < ITERS; it++) {
         step(s, x, y, acc, it);
         hash = conf_hash_stream(hash, acc, sizeof *acc, s); // a sync per iteration: replayed early

@@ -65,7 +65,7 @@ int main()
         return 1;
     }
 
-    unsigned long long hash = CONF_HASH0;
+    unsigned long long hash = WL_FNV_OFFSET;
     for (int it = 0; it < ITERS; it++) {
         float alpha = 1.0f / (float)N * (float)(1 + it % 3), half = 0.5f, zero = 0.0f, lt_alpha = 0.75f;
         LAUNCH(conf_step, NN, s, a, NN, (unsigned long long)it);

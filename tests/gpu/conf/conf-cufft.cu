@@ -50,7 +50,7 @@ int main()
     CKS(cufftSetStream(c2c, s));
     CKS(cufftSetStream(r2c, s));
 
-    unsigned long long hash = CONF_HASH0;
+    unsigned long long hash = WL_FNV_OFFSET;
     for (int it = 0; it < ITERS; it++) {
         unsigned long long tag = (unsigned long long)it << 8;
         LAUNCH(conf_step, 2 * NC, s, (float *)x, 2 * NC, (unsigned long long)it);

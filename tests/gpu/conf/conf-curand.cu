@@ -41,7 +41,7 @@ int main()
     CKS(curandSetPseudoRandomGeneratorSeed(g, 1234ULL));
     CKS(curandSetStream(g, s));
 
-    unsigned long long hash = CONF_HASH0;
+    unsigned long long hash = WL_FNV_OFFSET;
     for (int it = 0; it < ITERS; it++) {
         unsigned long long tag = (unsigned long long)it << 8;
         CKS(curandGenerateUniform(g, u, N));

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
         CK(cudaDeviceSynchronize());
     }
 
-    uint64_t h = CONF_HASH0;
+    uint64_t h = WL_FNV_OFFSET;
     for (int it = 0; it < iters; it++) {
         CK(cudaSetDevice(0));
         for (int k = 0; k < 4; k++)

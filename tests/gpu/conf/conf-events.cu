@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     CK(cudaDeviceSynchronize());
 
     std::thread poll_thread(poller, iters);
-    uint64_t h = CONF_HASH0;
+    uint64_t h = WL_FNV_OFFSET;
     bool elapsed_positive = true;
     for (int it = 0; it < iters; it++) {
         // s0 writes a; s1 reads it after e0; s2 reads b after e1; s0 reads c after e2.

@@ -74,7 +74,7 @@ int main(int argc, char **argv)
     host_log log = {mapped, {}};
     log.values.reserve(2 * iters);
 
-    uint64_t h = CONF_HASH0;
+    uint64_t h = WL_FNV_OFFSET;
     for (int it = 0; it < iters; it++) {
         for (int i = 0; i < N; i++) {
             pageable_in[i] = (unsigned)(i * 2654435761u) ^ (unsigned)it;
@@ -112,13 +112,13 @@ int main(int argc, char **argv)
         CK(cudaMemcpyAsync(pageable_out.data(), b, N * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
         CK(cudaDeviceSynchronize());
         fflush(stdout);
-        h = conf_hash(h, pinned_out, N * sizeof(unsigned));
-        h = conf_hash(h, pageable_out.data(), N * sizeof(unsigned));
+        h = wl_fnv1a(h, pinned_out, N * sizeof(unsigned));
+        h = wl_fnv1a(h, pageable_out.data(), N * sizeof(unsigned));
         if (it % 10 == 0 || it == iters - 1)
             conf_print(h);
     }
     CONF_REQUIRE(log.values.size() == 2 * (size_t)iters);
-    printf("checksum log %016llx\n", (unsigned long long)conf_hash(CONF_HASH0, log.values.data(), log.values.size() * sizeof(unsigned)));
+    printf("checksum log %016llx\n", (unsigned long long)wl_fnv1a(WL_FNV_OFFSET, log.values.data(), log.values.size() * sizeof(unsigned)));
     CK(cudaFree(a));
     CK(cudaFree(b));
     CK(cudaFreeHost(pinned_in));

@@ -131,7 +131,7 @@ int main(int argc, char **argv)
     cfg_pdl.gridDim = dim3(64);
     cfg_pdl.attrs = &pdl;
 
-    uint64_t h = CONF_HASH0;
+    uint64_t h = WL_FNV_OFFSET;
     int n = N;
     for (int it = 0; it < iters; it++) {
         conf_mix<<<128, BLOCK, 0, s>>>(x, salt(it, 0), N);

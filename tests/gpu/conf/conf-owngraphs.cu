@@ -76,7 +76,7 @@ int main()
     cudaGraphExec_t built_exec;
     CK(cudaGraphInstantiate(&built_exec, built, 0));
 
-    unsigned long long hash = CONF_HASH0;
+    unsigned long long hash = WL_FNV_OFFSET;
     for (int it = 0; it < ITERS; it++) {
         unsigned long long t = (unsigned long long)it << 8;
         LAUNCH(conf_step, N, s, b.x, N, (unsigned long long)it);

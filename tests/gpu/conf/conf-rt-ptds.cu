@@ -24,7 +24,7 @@ static void run(worker *w)
     CK(cudaMemsetAsync(x, 0x11 * (w->id + 1), N * sizeof(unsigned), 0));
     CK(cudaMemsetAsync(y, 0x5a, N * sizeof(unsigned), 0));
     const int grid = 32 * (w->id + 1);  // other shapes per thread: other signatures per stream
-    uint64_t h = CONF_HASH0;
+    uint64_t h = WL_FNV_OFFSET;
     w->nmarks = 0;
     for (int it = 0; it < w->iters; it++) {
         for (int k = 0; k < 4; k++)

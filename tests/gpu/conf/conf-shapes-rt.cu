@@ -62,7 +62,7 @@ int main()
     CK(cudaMemsetAsync(b.acc, 0, sizeof *b.acc, b.s));
     CK(cudaMemsetAsync(b.log, 0, sizeof *b.log, b.s));
 
-    unsigned long long h = CONF_HASH0;
+    unsigned long long h = WL_FNV_OFFSET;
     // Buckets of 256, 512, 1024, 768 elements (1 to 4 blocks), 7 iterations each.
     static const int bucket[] = { 256, 512, 1024, 768 };
     for (int it = 0; it < ITERS; it++) {

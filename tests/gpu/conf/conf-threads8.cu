@@ -18,7 +18,7 @@ static void run(int id, int iters, uint64_t *out)
     CK(cudaMemsetAsync(x, id + 1, N * sizeof(unsigned), s));
     CK(cudaMemsetAsync(y, 0x40 + id, N * sizeof(unsigned), s));
     const int grid = 16 * (id + 1);
-    uint64_t h = CONF_HASH0;
+    uint64_t h = WL_FNV_OFFSET;
     std::vector<unsigned> host(N);
     for (int it = 0; it < iters; it++) {
         for (int k = 0; k < 5; k++)
@@ -34,12 +34,12 @@ static void run(int id, int iters, uint64_t *out)
         if (it % 10 == 9 || it == iters - 1) {
             CK(cudaMemcpyAsync(host.data(), x, N * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
             CK(cudaStreamSynchronize(s));
-            h = conf_hash(h, host.data(), N * sizeof(unsigned));
+            h = wl_fnv1a(h, host.data(), N * sizeof(unsigned));
         }
     }
     CK(cudaMemcpyAsync(host.data(), y, N * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
     CK(cudaStreamSynchronize(s));
-    *out = conf_hash(h, host.data(), N * sizeof(unsigned));
+    *out = wl_fnv1a(h, host.data(), N * sizeof(unsigned));
     CK(cudaFreeAsync(x, s));
     CK(cudaFreeAsync(y, s));
     CK(cudaStreamSynchronize(s));

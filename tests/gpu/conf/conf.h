@@ -4,6 +4,7 @@
 #ifndef CONF_H
 #define CONF_H
 #include <cuda_runtime.h>
+#include "checksum.h"   /* bench/workloads: wl_fnv1a, the workloads' fingerprint */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,14 +31,6 @@ static inline int conf_iters(int argc, char **argv, int fallback)
     return fallback;
 }
 
-#define CONF_HASH0 0xcbf29ce484222325ULL
-static inline uint64_t conf_hash(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return h;
-}
 
 // Folds `len` bytes of device memory into h. Blocking copy on the calling thread's default
 // stream: the caller synchronises the streams that wrote `dev` first.
@@ -45,7 +38,7 @@ static inline uint64_t conf_hash_dev(uint64_t h, const void *dev, size_t len)
 {
     std::vector<unsigned char> host(len);
     CK(cudaMemcpy(host.data(), dev, len, cudaMemcpyDeviceToHost));
-    return conf_hash(h, host.data(), len);
+    return wl_fnv1a(h, host.data(), len);
 }
 
 static inline void conf_print(uint64_t h)

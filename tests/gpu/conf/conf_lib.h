@@ -76,5 +76,5 @@ static unsigned long long conf_hash_stream(unsigned long long h, const void *dev
     std::vector<unsigned char> buf(n);
     CK(cudaMemcpyAsync(buf.data(), dev, n, cudaMemcpyDeviceToHost, s));
     CK(cudaStreamSynchronize(s));
-    return conf_hash(h, buf.data(), n);
+    return wl_fnv1a(h, buf.data(), n);
 }
