@@ -67,14 +67,14 @@ void cg_ctx_leave(int entered)
 /* Backend work may run on any thread (the flusher, an observer): the stream's context current
  * for the duration, the thread's own context as it was afterwards, and the calls made meanwhile
  * the shim's own. CG_CTX_FAILED: nothing may be submitted (it would go to another context). */
-static int enter(CUcontext ctx)
+int cg_backend_enter(CUcontext ctx)
 {
 	cg_tl_internal++;
 	cg_tl_forwarding++;
 	return cg_ctx_enter(ctx);
 }
 
-static void leave(int entered)
+void cg_backend_leave(int entered)
 {
 	cg_ctx_leave(entered);
 	cg_tl_forwarding--;
@@ -146,12 +146,22 @@ static CUresult submit(const struct cg_op *op, CUstream st)
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Where this thread submits the stream's work (a per-thread stream: ptds.h). Context entered. */
+static CUresult target(struct cg_sstate *s, CUstream *st)
+{
+	*st = s->per_thread ? cg_ptds_target(s) : s->handle;
+	return *st ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 static int be_eager(void *be, void *stream, const struct cg_op *op, const char **detail)
 {
 	struct cg_sstate *s = stream;
-	int in = enter(s->ctx);
-	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : submit(op, s->handle);
-	leave(in);
+	CUstream st;
+	int in = cg_backend_enter(s->ctx);
+	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : target(s, &st);
+	if (r == CUDA_SUCCESS)
+		r = submit(op, st);
+	cg_backend_leave(in);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 
@@ -194,7 +204,7 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 	g->ctx = s->ctx;
 	g->n = n;
 
-	int in = enter(s->ctx);
+	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
 	if (r == CUDA_SUCCESS && !s->capture)
 		r = CG_REAL(cuStreamCreate)(&s->capture, CU_STREAM_NON_BLOCKING);
@@ -223,7 +233,7 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 			r = CG_REAL(cuGraphKernelNodeGetParams_v2)(g->nodes[i], &g->kp[i]);
 	if (r == CUDA_SUCCESS)
 		r = CG_REAL(cuGraphInstantiateWithFlags)(&g->exec, g->graph, 0);
-	leave(in);
+	cg_backend_leave(in);
 	if (r != CUDA_SUCCESS) {
 		graph_free(g);
 		return fail(r, detail);
@@ -271,11 +281,11 @@ static int be_patch(void *be, void *graph, uint32_t index, const struct cg_op *o
 	struct chunk_graph *g = graph;
 	if (index >= g->n)
 		return -EINVAL;
-	int in = enter(g->ctx);
+	int in = cg_backend_enter(g->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT
 	           : ((const struct cg_sig *)op->sig)->kind == CG_K_KERNEL ? patch_kernel(g, index, op)
 	                                                                   : patch_memop(g, index, op);
-	leave(in);
+	cg_backend_leave(in);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 
@@ -283,18 +293,21 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 {
 	struct cg_sstate *s = stream;
 	struct chunk_graph *g = graph;
-	int in = enter(s->ctx);
-	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : CG_REAL(cuGraphLaunch)(g->exec, s->handle);
-	leave(in);
+	CUstream st;
+	int in = cg_backend_enter(s->ctx);
+	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : target(s, &st);
+	if (r == CUDA_SUCCESS)
+		r = CG_REAL(cuGraphLaunch)(g->exec, st);
+	cg_backend_leave(in);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 
 static void be_destroy(void *be, void *graph)
 {
 	struct chunk_graph *g = graph;
-	int in = enter(ctx_dead(g->ctx) ? NULL : g->ctx);
+	int in = cg_backend_enter(ctx_dead(g->ctx) ? NULL : g->ctx);
 	graph_free(g);
-	leave(in);
+	cg_backend_leave(in);
 }
 
 /* --- GPU timing of chunk runs, for the cost gate ------------------------------------------ */
@@ -349,7 +362,8 @@ static bool timing_possible(struct cg_sstate *s)
 static bool be_time_begin(void *be, void *stream, uint64_t key, bool graph)
 {
 	struct cg_sstate *s = stream;
-	if (!timing_possible(s))
+	/* Samples are recorded on the program's stream: a per-thread one only by its own thread. */
+	if (!timing_possible(s) || (s->per_thread && !pthread_equal(s->owner, pthread_self())))
 		return false;
 	if (!cg_real[CG_E_cuEventElapsedTime_v2]) { /* a driver older than CUDA 12.8 */
 		atomic_store(&timing_off, true);
@@ -361,7 +375,7 @@ static bool be_time_begin(void *be, void *stream, uint64_t key, bool graph)
 	if (t->n == TIMING_SLOTS)
 		return false;  /* read at the next boundary or flusher round */
 	struct timing_slot *sl = &t->slot[(t->head + t->n) % TIMING_SLOTS];
-	int in = enter(s->ctx);
+	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
 	const char *api = "cuEventCreate";
 	for (int i = 0; i < 2 && r == CUDA_SUCCESS; i++)
@@ -371,7 +385,7 @@ static bool be_time_begin(void *be, void *stream, uint64_t key, bool graph)
 		api = "cuEventRecord";
 		r = CG_REAL(cuEventRecord)(sl->ev[0], s->handle);
 	}
-	leave(in);
+	cg_backend_leave(in);
 	if (in == CG_CTX_FAILED)
 		return false;
 	if (r != CUDA_SUCCESS) {
@@ -391,10 +405,10 @@ static void be_time_end(void *be, void *stream, bool ok)
 	struct cg_timing *t = s->timing;
 	struct timing_slot *sl = &t->slot[(t->head + t->n - 1) % TIMING_SLOTS];
 	if (ok && timing_possible(s)) {
-		int in = enter(s->ctx);
+		int in = cg_backend_enter(s->ctx);
 		CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT
 		           : CG_REAL(cuEventRecord)(sl->ev[1], s->handle);
-		leave(in);
+		cg_backend_leave(in);
 		if (r == CUDA_SUCCESS)
 			return;
 		if (in != CG_CTX_FAILED)
@@ -426,7 +440,7 @@ void cg_backend_read_timing(struct cg_sstate *s)
 	struct cg_timing *t = s->timing;
 	if (!t || !t->n || !s->eng || !timing_possible(s))
 		return;
-	int in = enter(s->ctx);
+	int in = cg_backend_enter(s->ctx);
 	while (in != CG_CTX_FAILED && t->n) {
 		struct timing_slot *sl = &t->slot[t->head];
 		/* The end event complete means the begin event is too: same stream, recorded first. */
@@ -448,7 +462,7 @@ void cg_backend_read_timing(struct cg_sstate *s)
 		}
 		timing_pair(s, sl->key, sl->graph, (double)ms * 1000.0);
 	}
-	leave(in);
+	cg_backend_leave(in);
 }
 
 static void timing_free(struct cg_sstate *s)
@@ -457,12 +471,12 @@ static void timing_free(struct cg_sstate *s)
 	if (!t)
 		return;
 	if (!ctx_dead(s->ctx)) {
-		int in = enter(s->ctx);
+		int in = cg_backend_enter(s->ctx);
 		for (int i = 0; in != CG_CTX_FAILED && i < TIMING_SLOTS; i++)
 			for (int j = 0; j < 2; j++)
 				if (t->slot[i].ev[j])
 					CG_REAL(cuEventDestroy_v2)(t->slot[i].ev[j]);
-		leave(in);
+		cg_backend_leave(in);
 	}
 	atomic_fetch_sub(&timing_in_flight, (int)t->n);
 	free(t);
@@ -473,9 +487,9 @@ void cg_backend_forget_stream(struct cg_sstate *s)
 {
 	timing_free(s);
 	if (s->capture && !ctx_dead(s->ctx)) {
-		int in = enter(s->ctx);
+		int in = cg_backend_enter(s->ctx);
 		CG_REAL(cuStreamDestroy_v2)(s->capture);
-		leave(in);
+		cg_backend_leave(in);
 	}
 	s->capture = NULL;
 }

@@ -15,6 +15,9 @@ extern const struct cg_backend cg_cuda_backend;
 enum { CG_CTX_KEPT, CG_CTX_PUSHED, CG_CTX_FAILED };
 int cg_ctx_enter(CUcontext ctx);
 void cg_ctx_leave(int entered);
+/* The same for the shim's own driver calls: the calls made meanwhile are not the program's. */
+int cg_backend_enter(CUcontext ctx);
+void cg_backend_leave(int entered);
 
 /* Cost-gate timing (backend->time_begin/time_end record events around sampled chunk runs):
  * read the samples whose events have completed, never waiting, and give each eager/graph pair

@@ -41,6 +41,8 @@ static bool take(struct cg_sstate *s, const struct cg_op *op)
 {
 	cg_stream_order(s);
 	pthread_mutex_lock(&s->lock);
+	if (s->per_thread)
+		cg_ptds_catch_up(s);
 	/* One writer (the lock holder): a plain increment, no locked instruction. */
 	atomic_store_explicit(&s->ops, atomic_load_explicit(&s->ops, memory_order_relaxed) + 1,
 	                      memory_order_relaxed);

@@ -65,6 +65,7 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 	s->ctx = ctx;
 	cg_events_device(ctx); /* the summary names the devices used */
 	s->capture = NULL;
+	s->ptds = (struct cg_ptds){ 0 };
 	s->legacy = k == LEGACY;
 	s->per_thread = k == PER_THREAD;
 	s->blocking = true;
@@ -79,10 +80,10 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 			s->blocking = !(flags & CU_STREAM_NON_BLOCKING);
 		cg_tl_internal--;
 	}
-	/* Per-thread default streams cannot be reached from another thread (the flusher, an
-	 * observer): deferring on them could not be bounded, so they are only recorded; so are
-	 * streams CUGRAFT_SCOPE leaves out. */
-	s->why_eager = k == PER_THREAD ? CG_R_PER_THREAD : !cg_scope_stream(s->id) ? CG_R_SCOPE
+	/* Streams CUGRAFT_SCOPE leaves out are only recorded; so are per-thread streams whose
+	 * proxy (the way other threads reach their work, ptds.h) could not be made. */
+	s->why_eager = !cg_scope_stream(s->id) ? CG_R_SCOPE
+	             : k == PER_THREAD && !cg_ptds_open(s) ? CG_R_PER_THREAD
 	             : CG_R_NO_MEMORY; /* what a NULL engine (state) means otherwise */
 	s->eng = s->why_eager != CG_R_NO_MEMORY || !cg_shim.engine ? NULL :
 	         cg_stream_new(cg_shim.engine, s, s->id);
@@ -138,6 +139,11 @@ struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
 void cg_stream_sync_pending(struct cg_sstate *s)
 {
 	bool p = s->eng && cg_stream_pending(s->eng);
+	if (s->per_thread && !cg_ptds_settle(s, p)) {
+		cg_flush(s->eng, CG_R_PER_THREAD); /* nobody else could submit it: now */
+		p = cg_stream_pending(s->eng);
+		cg_ptds_settle(s, p);
+	}
 	if (p == atomic_load_explicit(&s->pending, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&s->pending, p, memory_order_release);
@@ -218,6 +224,8 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 		return;
 	cg_stream_order(s);
 	pthread_mutex_lock(&s->lock);
+	if (s->per_thread)
+		cg_ptds_catch_up(s);
 	if (s->eng) { /* checked under the lock: exit work may have retired the stream */
 		cg_boundary(s->eng, why);
 		cg_backend_read_timing(s);
@@ -226,14 +234,33 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* This thread's per-thread streams wait for work other threads redirected from them (ptds.h)
+ * before a call that may observe them goes on. */
+static void catch_up_mine(void)
+{
+	if (atomic_load_explicit(&cg_ptds_outstanding, memory_order_acquire) == 0)
+		return;
+	pthread_mutex_lock(&registry);
+	for (struct cg_sstate *s = streams; s; s = s->next) {
+		if (!s->per_thread || !pthread_equal(s->owner, pthread_self()))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		cg_ptds_catch_up(s);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&registry);
+}
+
 void cg_boundary_all(enum cg_reason why)
 {
 	cg_events_boundary(why);
 	flush_where(pick_all, NULL, why, true);
+	catch_up_mine();
 }
 
 void cg_flush_all(enum cg_reason why)
 {
+	catch_up_mine();
 	if (!cg_any_pending())
 		return;
 	/* A program call that forces a flush recurs where the program makes it: cut there too. */
@@ -288,6 +315,8 @@ static void retire(struct cg_sstate *s, enum cg_reason why)
 	}
 	cg_stream_sync_pending(s);
 	cg_backend_forget_stream(s);
+	if (s->per_thread)
+		cg_ptds_close(s);
 	s->live = false;
 	pthread_mutex_unlock(&s->lock);
 }
@@ -350,6 +379,8 @@ void cg_stream_exit_all(void)
 		s->eng = NULL;
 		cg_stream_sync_pending(s);
 		cg_backend_forget_stream(s);
+		if (s->per_thread)
+			cg_ptds_close(s);
 		pthread_mutex_unlock(&s->lock);
 	}
 	pthread_mutex_unlock(&registry);

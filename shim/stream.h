@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "policy/engine.h"
+#include "ptds.h"
 
 struct cg_sstate {
 	pthread_mutex_t lock;      /* held around every engine call for this stream */
@@ -19,11 +20,12 @@ struct cg_sstate {
 	uint64_t id;               /* small number naming the stream in the report */
 	bool legacy;               /* the context's legacy default stream */
 	bool blocking;             /* synchronises with the legacy stream */
-	bool per_thread;           /* a per-thread default stream: recorded, never deferred */
+	bool per_thread;           /* a per-thread default stream: only `owner` can name it */
 	bool live;
 	pthread_t owner;           /* the thread of a per-thread stream */
+	struct cg_ptds ptds;       /* per-thread streams: how other threads reach it (ptds.h) */
 	struct cg_stream *eng;     /* engine state, or NULL: its ops run eagerly, for `why_eager` */
-	enum cg_reason why_eager;  /* PER_THREAD, SCOPE (CUGRAFT_SCOPE) or NO_MEMORY */
+	enum cg_reason why_eager;  /* SCOPE (CUGRAFT_SCOPE), PER_THREAD (no proxy) or NO_MEMORY */
 	atomic_bool pending;       /* the engine holds deferred work (mirrored after each call) */
 	_Atomic uint64_t ops;      /* ops seen on this stream */
 	struct cg_sstate *next;
@@ -37,7 +39,8 @@ struct cg_sstate *cg_stream_get(CUstream h, bool ptsz);
  * synchronisation orders before it. */
 void cg_stream_order(struct cg_sstate *s);
 
-/* After every engine call on s (lock held): mirror its pending state into the counters. */
+/* After every engine call on s (lock held): mirror its pending state into the counters (and
+ * keep a per-thread stream reachable from other threads: ptds.h). */
 void cg_stream_sync_pending(struct cg_sstate *s);
 
 /* A boundary call ordered on one stream (with legacy semantics) / observing every stream. */

@@ -4,6 +4,7 @@
  *   --mode thread-exit      a second thread calls exit() while main is launching
  *   --mode spin             the host spins on host-mapped memory a kernel writes (5 s timeout,
  *                           `spin timeout`, exit 3): only progress without a sync ends it
+ *   --mode spin-ptds        the same on the per-thread default stream
  *   --mode capture          the program captures a graph itself and launches it 10 times
  *   --mode managed          the accumulator lives in managed memory (CPU-offload style)
  * Prints `checksum <hex>` (and `launches <n>` where the count is fixed). */
@@ -132,21 +133,32 @@ static double now_s(void)
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static int spin(void)
+/* Each round: ten chained kernels, then one that writes `round` to host-mapped memory, which
+ * the host spins on without calling the driver. Once the work is learned it is deferred, the
+ * flag kernel in the middle of a chunk: only a flush nobody asked for (the shim's flusher) ends
+ * the spin. */
+static int spin(CUstream on)
 {
   struct setup k = setup();
+  CUstream s = on ? on : k.s;
   volatile int *flag;
   CUdeviceptr dflag;
   CK(cuMemHostAlloc((void **)&flag, sizeof *flag, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
   CK(cuMemHostGetDevicePointer(&dflag, (void *)flag, 0));
   *flag = 0;
-  for (int i = 0; i < 10; i++) chain(&k, k.s, k.acc, (unsigned long long)i);
-  int one = 1;
-  void *p[] = { &dflag, &one };
-  CK(cuLaunchKernel(k.flag, 1, 1, 1, 1, 1, 1, 0, k.s, p, NULL));
-  for (double start = now_s(); *flag != 1;)
-    if (now_s() - start > 5.0) { printf("spin timeout\n"); return 3; }
-  printf("checksum %016llx\nlaunches 11\n", prog_mix(14695981039346656037ULL, read_acc(k.s, k.acc)));
+  enum { ROUNDS = 16 };
+  for (int round = 1; round <= ROUNDS; round++) {
+    for (int i = 0; i < 10; i++) {
+      /* a boundary mid-round: the flag kernel is mid-chunk, never the end of one */
+      if (i == 5) CK(cuStreamSynchronize(s));
+      chain(&k, s, k.acc, (unsigned long long)(round * 10 + i));
+    }
+    void *p[] = { &dflag, &round };
+    CK(cuLaunchKernel(k.flag, 1, 1, 1, 1, 1, 1, 0, s, p, NULL));
+    for (double start = now_s(); *flag != round;)
+      if (now_s() - start > 5.0) { printf("spin timeout in round %d\n", round); return 3; }
+  }
+  printf("checksum %016llx\nlaunches %d\n", prog_mix(14695981039346656037ULL, read_acc(s, k.acc)), ROUNDS * 11);
   return 0;
 }
 
@@ -190,9 +202,10 @@ int main(int argc, char **argv)
   if (strcmp(mode, "exit-no-cleanup") == 0) return exit_no_cleanup();
   if (strcmp(mode, "ctx-destroy") == 0) return ctx_destroy();
   if (strcmp(mode, "thread-exit") == 0) return thread_exit(ctx);
-  if (strcmp(mode, "spin") == 0) return spin();
+  if (strcmp(mode, "spin") == 0) return spin(NULL);
+  if (strcmp(mode, "spin-ptds") == 0) return spin(CU_STREAM_PER_THREAD);
   if (strcmp(mode, "capture") == 0) return capture();
   if (strcmp(mode, "managed") == 0) return managed();
-  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|capture|managed\n");
+  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|capture|managed\n");
   return 2;
 }

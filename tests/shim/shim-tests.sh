@@ -163,9 +163,32 @@ managed) # managed memory (CPU-offload style): exact, and noted once in the repo
   same_result e s; same_work e s
   [ "$(grep -c '"event":"note".*managed memory' "$tmp/s.jsonl")" = 1 ] || fail "managed memory not noted once"
   ;;
-spin) # a host thread spins on memory a deferred kernel writes: the flusher must submit it
-  shim s "$progs/lifecycle" --mode spin
-  [ "$(cat "$tmp/s.rc")" = 0 ] || fail "spin exited $(cat "$tmp/s.rc"): $(tail -2 "$tmp/s.out" "$tmp/s.err")"
+spin|spin-ptds) # the host spins on memory a deferred kernel writes: the flusher must submit it
+  # (lifecycle exits 3 after 5 s otherwise, as it does with CUGRAFT_MAX_DEFER_US=10000000)
+  eager e "$progs/lifecycle" --mode "$case_name"
+  LOGRUN=1 shim s "$progs/lifecycle" --mode "$case_name"
+  same_result e s; same_work e s
+  [ "$(summary "$tmp/s.jsonl" fallbacks.timeout)" -gt 0 ] || fail "no deferred work timed out"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  if [ "$case_name" = spin-ptds ]; then
+    # The flusher cannot name the program thread's per-thread stream: it makes the proxy wait
+    # for the fence, submits there, records the handback; the program thread's next call
+    # (a sync: the program calls no cuStreamWaitEvent itself) first waits for the handback.
+    verdict=$(awk '/^cuStreamWaitEvent/ { if (st == 2) { st = 0; done++ } else st = 1; next }
+      st == 1 && /^cuEventRecord/ { st = 2; next }
+      st == 2 && /^cuStreamSynchronize|^cuLaunchKernel$/ { bad++ }
+      END { print (done > 0 && !bad) ? "ok" : "redirects " done + 0 ", used before catching up " bad + 0 }' "$tmp/s.log")
+    [ "$verdict" = ok ] || fail "per-thread stream hand-over: $verdict"
+  fi
+  ;;
+threads-ptds) # 8 threads on their per-thread default streams, naps past the deferral bound,
+              # thread 0 on the legacy stream too, an observer thread polling events
+  eager e "$progs/threads" --ptds
+  shim s "$progs/threads" --ptds
+  same_result e s; same_work e s
+  [ "$(summary "$tmp/s.jsonl" ops_replayed)" -gt 0 ] || fail "nothing replayed on per-thread streams"
+  [ "$(summary "$tmp/s.jsonl" fallbacks.timeout)" -gt 0 ] || fail "no deferred work timed out"
+  [ "$(summary "$tmp/s.jsonl" fallbacks.per_thread_stream)" = 0 ] || fail "per-thread streams kept eager"
   ;;
 cost-gate) # graphs slower than eager on the fake's simulated GPU clock (FAKECUDA_GRAPH_SLOW=1):
            # the timed chunks are disabled (cost_gate) and replay no more; results and work exact.
