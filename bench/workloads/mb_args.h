@@ -7,12 +7,12 @@
 #include <string.h>
 
 struct mb_args {
-    int kernels, blocks, iters, warmup, sync_each, use_graph;
+    int kernels, blocks, iters, warmup, sync_each, use_graph, ptds;
 };
 
 static inline struct mb_args mb_parse(int argc, char **argv)
 {
-    struct mb_args a = { 1000, 16, 100, 5, 0, 0 };
+    struct mb_args a = { 1000, 16, 100, 5, 0, 0, 0 };
     int ok = 1;
     for (int i = 1; i < argc && ok; i++) {
         if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
@@ -27,11 +27,13 @@ static inline struct mb_args mb_parse(int argc, char **argv)
             a.sync_each = 1;
         else if (!strcmp(argv[i], "--graph"))
             a.use_graph = 1;
+        else if (!strcmp(argv[i], "--ptds"))   /* the per-thread default stream */
+            a.ptds = 1;
         else
             ok = 0;
     }
     if (!ok || a.kernels < 1 || a.blocks < 1 || a.iters < 1 || a.warmup < 1) {
-        fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph]\n",
+        fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph] [--ptds]\n",
                 argv[0]);
         exit(2);
     }

@@ -1,6 +1,7 @@
 /* mb-driver: launch-overhead microbenchmark on the driver API. One iteration = K launches of a
- * tiny kernel (cuLaunchKernel, PTX module) on a created stream; one kernel in ten gets a
- * by-value scalar that changes every iteration. --graph: the hand-made graph reference. */
+ * tiny kernel (cuLaunchKernel, PTX module) on a created stream (--ptds: on the per-thread default
+ * stream); one kernel in ten gets a by-value scalar that changes every iteration. --graph: the
+ * hand-made graph reference. */
 #include "checksum.h"
 #include "mb_args.h"
 #include "hand_graph.h"
@@ -25,7 +26,7 @@ int main(int argc, char **argv)
 {
     const struct mb_args opt = mb_parse(argc, argv);
     const int kernels = opt.kernels, blocks = opt.blocks, iters = opt.iters, warmup = opt.warmup;
-    const int sync_each = opt.sync_each, use_graph = opt.use_graph;
+    const int sync_each = opt.sync_each, use_graph = opt.use_graph, ptds = opt.ptds;
     int n = blocks * BLOCK;
 
     CUfunction f;
@@ -33,7 +34,10 @@ int main(int argc, char **argv)
     CUdeviceptr p;
     CUmodule mod = hg_open(mb_kernels_ptx);
     HG_CHECK(cuModuleGetFunction(&f, mod, "mb_axb"));
-    HG_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    if (ptds)
+        s = CU_STREAM_PER_THREAD;
+    else
+        HG_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     HG_CHECK(cuMemAlloc(&p, (size_t)n * sizeof(float)));
     HG_CHECK(cuMemsetD32Async(p, 0, (size_t)n, s));   /* 0.0f */
     HG_CHECK(cuStreamSynchronize(s));

@@ -43,7 +43,10 @@ int main(int argc, char **argv)
 
     cudaStream_t s;
     float *p;
-    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (opt.ptds)
+        s = cudaStreamPerThread;
+    else
+        CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CHECK(cudaMalloc(&p, (size_t)n * sizeof(float)));
     CHECK(cudaMemsetAsync(p, 0, (size_t)n * sizeof(float), s));
     CHECK(cudaStreamSynchronize(s));

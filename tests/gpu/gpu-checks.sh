@@ -173,6 +173,9 @@ if want conf-gpu; then
     n=$(basename "$p")
     SHIM_ENV="CUGRAFT_AUDIT=1" run "$n" "$p"; compare_exit "$n"
   done
+  # per-thread default streams: replayed, and deferred work other threads submitted (timeouts)
+  [ -f "$out/conf-rt-ptds.jsonl" ] && echo "   conf-rt-ptds: $(summary "$out/conf-rt-ptds.jsonl" fallbacks.timeout fallbacks.per_thread_stream |
+    awk '{printf "timed out (submitted by the flusher) %s, kept eager as per-thread %s", $1, $2}')"
 fi
 if want threads; then
   SHIM_ENV="CUGRAFT_AUDIT=1" run threads "$progs/threads"; compare threads checksum
@@ -181,8 +184,10 @@ if want lifecycle; then
   for m in exit-no-cleanup ctx-destroy capture; do
     run "life-$m" "$progs/lifecycle" --mode $m; compare "life-$m" checksum
   done
-  env CUGRAFT_REPORT="$out/spin.jsonl" LD_PRELOAD="$lib" timeout 60 "$progs/lifecycle" --mode spin > "$out/spin.out" 2>&1 &&
-    echo "ok spin: finished" || fail "spin: $(tail -2 "$out/spin.out")"
+  for m in spin spin-ptds; do  # the host spins on memory a deferred kernel writes
+    run "life-$m" "$progs/lifecycle" --mode $m; compare "life-$m" checksum
+    echo "   life-$m: timed out (submitted by the flusher) $(summary "$out/life-$m.jsonl" fallbacks.timeout)"
+  done
 fi
 if want demo; then
   "$build/tools/cugraft" demo > "$out/demo.txt" 2>&1 && echo "ok demo: $(grep -i -E 'ratio|identical|equal' "$out/demo.txt" | tr '\n' ' ')" ||
@@ -198,6 +203,13 @@ if want micro; then
       e=$(field iter_us "$out/$n.eager.out"); s=$(field iter_us "$out/$n.shim.out"); g=$(field iter_us "$out/$n.graph.out")
       echo "   $n iter_us eager $e cugraft $s hand-graph $g  speedup cugraft $(python3 -c "print(round($e/$s,3))" 2>/dev/null) hand $(python3 -c "print(round($e/$g,3))" 2>/dev/null)"
     done
+  done
+  for api in driver runtime; do  # the same on the per-thread default stream
+    n=mb-$api-16-ptds
+    SHIM_ENV="CUGRAFT_AUDIT=1" run $n "$wl/mb-$api" --kernels 1000 --blocks 16 --iters 200 --sync --ptds
+    compare $n checksum
+    e=$(field iter_us "$out/$n.eager.out"); s=$(field iter_us "$out/$n.shim.out")
+    echo "   $n iter_us eager $e cugraft $s speedup $(python3 -c "print(round($e/$s,3))" 2>/dev/null)"
   done
 fi
 if want trainer; then

@@ -2,10 +2,15 @@
 // per-thread default stream (the driver's _ptsz entry points); one thread also alternates with
 // cudaStreamLegacy, ordered only by the implicit legacy <-> per-thread synchronisation. A shim that
 // maps stream 0 to one shared stream, or reorders across that implicit sync, changes the bytes.
+// Every iteration also naps twice for longer than a deferring shim's default bound, while its
+// deferred work is mid-chunk: once right after a ~6 ms kernel reached the GPU (work another
+// thread then submits for this stream must wait for it), once right after such a kernel was
+// deferred (this thread's next kernel, which reads its output, must wait for it).
 #include "conf.h"
+#include <chrono>
 #include <thread>
 
-enum { N = 1 << 16, BLOCK = 256, NWORKERS = 3, MAXMARKS = 64 };
+enum { N = 1 << 16, BLOCK = 256, NWORKERS = 3, MAXMARKS = 64, SLOW_ROUNDS = 25000 };
 
 struct worker {
     int id, iters;
@@ -13,6 +18,21 @@ struct worker {
     uint64_t marks[MAXMARKS];   // running checksum every 10 iterations, printed by main in order
     int nmarks;
 };
+
+// conf_mix applied `rounds` times: a kernel that runs for milliseconds on a small grid.
+__global__ void slow_mix(unsigned *x, unsigned salt, int n, int rounds)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        unsigned v = x[i];
+        for (int r = 0; r < rounds; r++) {
+            v = (v ^ salt) * 0x9e3779b1u;
+            v ^= v >> 15;
+        }
+        x[i] = v;
+    }
+}
+
+static void nap() { std::this_thread::sleep_for(std::chrono::milliseconds(4)); }
 
 static unsigned salt(int id, int it, int k) { return 0x2545f491u * (unsigned)(id * 4096 + it * 32 + k) + 0x9e37u; }
 
@@ -24,6 +44,8 @@ static void run(worker *w)
     CK(cudaMemsetAsync(x, 0x11 * (w->id + 1), N * sizeof(unsigned), 0));
     CK(cudaMemsetAsync(y, 0x5a, N * sizeof(unsigned), 0));
     const int grid = 32 * (w->id + 1);  // other shapes per thread: other signatures per stream
+    cudaEvent_t mark;
+    CK(cudaEventCreateWithFlags(&mark, cudaEventDisableTiming));
     uint64_t h = WL_FNV_OFFSET;
     w->nmarks = 0;
     for (int it = 0; it < w->iters; it++) {
@@ -39,6 +61,15 @@ static void run(worker *w)
         conf_fold<<<grid, BLOCK>>>(y, x, N);
         for (int k = 6; k < 10; k++)
             conf_mix<<<grid, BLOCK>>>(k % 2 ? x : y, salt(w->id, it, k), N);
+        slow_mix<<<8, BLOCK>>>(x, salt(w->id, it, 10), N, SLOW_ROUNDS);
+        CK(cudaEventRecord(mark, 0));   // a boundary: the slow kernel reaches the GPU
+        conf_mix<<<grid, BLOCK>>>(x, salt(w->id, it, 11), N);
+        conf_mix<<<grid, BLOCK>>>(y, salt(w->id, it, 12), N);
+        nap();
+        slow_mix<<<8, BLOCK>>>(y, salt(w->id, it, 13), N, SLOW_ROUNDS);
+        conf_mix<<<grid, BLOCK>>>(x, salt(w->id, it, 14), N);
+        nap();
+        conf_fold<<<grid, BLOCK>>>(x, y, N);
         CK(cudaGetLastError());
         CK(cudaStreamSynchronize(0));
         if (it % 10 == 0 || it == w->iters - 1) {
@@ -48,6 +79,7 @@ static void run(worker *w)
                 w->marks[w->nmarks++] = h;
         }
     }
+    CK(cudaEventDestroy(mark));
     CK(cudaFree(x));
     CK(cudaFree(y));
 }
