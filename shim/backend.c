@@ -363,7 +363,7 @@ static bool be_time_begin(void *be, void *stream, uint64_t key, bool graph)
 {
 	struct cg_sstate *s = stream;
 	/* Samples are recorded on the program's stream: a per-thread one only by its own thread. */
-	if (!timing_possible(s) || (s->per_thread && !pthread_equal(s->owner, pthread_self())))
+	if (!timing_possible(s) || (s->per_thread && !cg_stream_mine(s)))
 		return false;
 	if (!cg_real[CG_E_cuEventElapsedTime_v2]) { /* a driver older than CUDA 12.8 */
 		atomic_store(&timing_off, true);

@@ -1,8 +1,6 @@
 /* Per-thread default streams: how their deferred work reaches the GPU from another thread
  * (ptds.h). */
 #define _GNU_SOURCE
-#include <pthread.h>
-
 #include "backend.h"
 #include "driver.h"
 #include "log.h"
@@ -11,11 +9,6 @@
 #include "stream.h"
 
 atomic_int cg_ptds_outstanding;
-
-static bool mine(const struct cg_sstate *s)
-{
-	return pthread_equal(s->owner, pthread_self());
-}
 
 bool cg_ptds_open(struct cg_sstate *s)
 {
@@ -55,7 +48,7 @@ void cg_ptds_close(struct cg_sstate *s)
 void cg_ptds_catch_up(struct cg_sstate *s)
 {
 	struct cg_ptds *p = &s->ptds;
-	if (!p->redirected || !mine(s))
+	if (!p->redirected || !cg_stream_mine(s))
 		return;
 	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT
@@ -75,7 +68,7 @@ void cg_ptds_catch_up(struct cg_sstate *s)
 CUstream cg_ptds_target(struct cg_sstate *s)
 {
 	struct cg_ptds *p = &s->ptds;
-	if (mine(s)) {
+	if (cg_stream_mine(s)) {
 		cg_ptds_catch_up(s);
 		p->fence_ok = false; /* this submission comes after the fence */
 		return CU_STREAM_PER_THREAD;
@@ -108,7 +101,7 @@ bool cg_ptds_settle(struct cg_sstate *s, bool pending)
 		p->fence_ok = false;
 		return true;
 	}
-	if (p->fence_ok || !mine(s))
+	if (p->fence_ok || !cg_stream_mine(s))
 		return true;
 	int in = cg_backend_enter(s->ctx);
 	p->fence_ok = in != CG_CTX_FAILED &&

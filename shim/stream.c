@@ -29,6 +29,15 @@ bool cg_any_pending(void)
 }
 
 /* --- lookup -------------------------------------------------------------------------------- */
+uint64_t cg_thread_uid(void)
+{
+	static _Atomic uint64_t next_uid = 1;
+	static _Thread_local uint64_t uid;
+	if (!uid)
+		uid = atomic_fetch_add_explicit(&next_uid, 1, memory_order_relaxed);
+	return uid;
+}
+
 enum kind { CREATED, LEGACY, PER_THREAD };
 
 #define TL_WAYS 8
@@ -46,7 +55,7 @@ static struct cg_sstate *find_locked(CUstream h, CUcontext ctx, enum kind k)
 			return s;
 		if (k == LEGACY && s->legacy && s->ctx == ctx)
 			return s;
-		if (k == PER_THREAD && s->per_thread && s->ctx == ctx && s->owner == pthread_self())
+		if (k == PER_THREAD && s->per_thread && s->ctx == ctx && cg_stream_mine(s))
 			return s;
 	}
 	return NULL;
@@ -69,7 +78,7 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 	s->legacy = k == LEGACY;
 	s->per_thread = k == PER_THREAD;
 	s->blocking = true;
-	s->owner = pthread_self();
+	s->owner = cg_thread_uid();
 	s->id = atomic_fetch_add(&next_id, 1);
 	atomic_store(&s->pending, false);
 	atomic_store(&s->ops, 0);
@@ -242,7 +251,7 @@ static void catch_up_mine(void)
 		return;
 	pthread_mutex_lock(&registry);
 	for (struct cg_sstate *s = streams; s; s = s->next) {
-		if (!s->per_thread || !pthread_equal(s->owner, pthread_self()))
+		if (!s->per_thread || !cg_stream_mine(s))
 			continue;
 		pthread_mutex_lock(&s->lock);
 		cg_ptds_catch_up(s);

@@ -22,7 +22,7 @@ struct cg_sstate {
 	bool blocking;             /* synchronises with the legacy stream */
 	bool per_thread;           /* a per-thread default stream: only `owner` can name it */
 	bool live;
-	pthread_t owner;           /* the thread of a per-thread stream */
+	uint64_t owner;            /* the thread (cg_thread_uid) of a per-thread stream */
 	struct cg_ptds ptds;       /* per-thread streams: how other threads reach it (ptds.h) */
 	struct cg_stream *eng;     /* engine state, or NULL: its ops run eagerly, for `why_eager` */
 	enum cg_reason why_eager;  /* SCOPE (CUGRAFT_SCOPE), PER_THREAD (no proxy) or NO_MEMORY */
@@ -30,6 +30,14 @@ struct cg_sstate {
 	_Atomic uint64_t ops;      /* ops seen on this stream */
 	struct cg_sstate *next;
 };
+
+/* This thread's number: never reused (pthread_t values are, so a thread started after another
+ * exited would take over the dead thread's per-thread stream record and its pending work). */
+uint64_t cg_thread_uid(void);
+static inline bool cg_stream_mine(const struct cg_sstate *s)
+{
+	return s->owner == cg_thread_uid();
+}
 
 /* The record for a stream handle as passed to an entry point; `ptsz` for the _ptsz forms (0
  * then means the calling thread's per-thread stream). NULL when the driver cannot tell. */

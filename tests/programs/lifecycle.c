@@ -5,6 +5,7 @@
  *   --mode spin             the host spins on host-mapped memory a kernel writes (5 s timeout,
  *                           `spin timeout`, exit 3): only progress without a sync ends it
  *   --mode spin-ptds        the same on the per-thread default stream
+ *   --mode ptds-threads     threads that end with work deferred on their per-thread streams
  *   --mode capture          the program captures a graph itself and launches it 10 times
  *   --mode managed          the accumulator lives in managed memory (CPU-offload style)
  * Prints `checksum <hex>` (and `launches <n>` where the count is fixed). */
@@ -162,6 +163,45 @@ static int spin(CUstream on)
   return 0;
 }
 
+/* Six threads one after another (a finished thread's pthread_t is usually reused), each on its
+ * own per-thread default stream: eight rounds of chained kernels, the last cut short, so the
+ * thread ends with work a deferring shim still holds. */
+struct churn { const struct setup *k; CUcontext ctx; CUdeviceptr acc; int id; };
+
+static void *churn_worker(void *arg)
+{
+  const struct churn *c = arg;
+  CK(cuCtxSetCurrent(c->ctx));
+  for (int round = 0; round < 8; round++) {
+    if (round) CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+    for (int i = 0; i < (round == 7 ? 3 : 5); i++)
+      chain(c->k, CU_STREAM_PER_THREAD, c->acc, (unsigned long long)(c->id * 100 + round * 10 + i));
+  }
+  return NULL;
+}
+
+static int ptds_threads(CUcontext ctx)
+{
+  struct setup k = setup();
+  enum { THREADS = 6 };
+  struct churn c[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    c[t] = (struct churn){ &k, ctx, 0, t };
+    CK(cuMemAlloc(&c[t].acc, 8));
+    CK(cuMemsetD8(c[t].acc, 0, 8));
+    pthread_t tid;
+    if (pthread_create(&tid, NULL, churn_worker, &c[t]) != 0 || pthread_join(tid, NULL) != 0) return 1;
+  }
+  CK(cuCtxSynchronize());
+  unsigned long long h = 14695981039346656037ULL, v;
+  for (int t = 0; t < THREADS; t++) {
+    CK(cuMemcpyDtoH(&v, c[t].acc, sizeof v));
+    h = prog_mix(h, v);
+  }
+  printf("checksum %016llx\nlaunches %d\n", h, THREADS * 38);
+  return 0;
+}
+
 static int capture(void)
 {
   struct setup k = setup();
@@ -204,8 +244,9 @@ int main(int argc, char **argv)
   if (strcmp(mode, "thread-exit") == 0) return thread_exit(ctx);
   if (strcmp(mode, "spin") == 0) return spin(NULL);
   if (strcmp(mode, "spin-ptds") == 0) return spin(CU_STREAM_PER_THREAD);
+  if (strcmp(mode, "ptds-threads") == 0) return ptds_threads(ctx);
   if (strcmp(mode, "capture") == 0) return capture();
   if (strcmp(mode, "managed") == 0) return managed();
-  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|capture|managed\n");
+  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|ptds-threads|capture|managed\n");
   return 2;
 }

@@ -181,6 +181,14 @@ spin|spin-ptds) # the host spins on memory a deferred kernel writes: the flusher
     [ "$verdict" = ok ] || fail "per-thread stream hand-over: $verdict"
   fi
   ;;
+ptds-threads) # threads one after another end with work deferred on their per-thread streams:
+              # each thread its own stream record (pthread_t values are reused), nothing lost
+  eager e "$progs/lifecycle" --mode ptds-threads
+  shim s "$progs/lifecycle" --mode ptds-threads
+  same_result e s; same_work e s
+  n=$(grep '"event":"summary"' "$tmp/s.jsonl" | grep -o '"kind":"per_thread"' | wc -l)
+  [ "$n" = 6 ] || fail "$n per-thread stream records for 6 threads"
+  ;;
 threads-ptds) # 8 threads on their per-thread default streams, naps past the deferral bound,
               # thread 0 on the legacy stream too, an observer thread polling events
   eager e "$progs/threads" --ptds
