@@ -23,7 +23,7 @@
 	X(MODULE,        "module",           "module load/unload or context change") \
 	X(UNGRAPHABLE,   "ungraphable",      "a launch form cugraft does not graph (unknown parameter layout, event attributes)") \
 	X(SCOPE,         "scope",            "excluded by CUGRAFT_SCOPE") \
-	X(PER_THREAD,    "per_thread_stream", "work on a per-thread default stream runs eagerly: the private stream and events through which other threads reach its deferred work could not be created") \
+	X(PER_THREAD,    "per_thread_stream", "work on a per-thread default stream ran eagerly: the private stream or events through which other threads reach its deferred work could not be created or recorded") \
 	X(TIMEOUT,       "timeout",          "pending work waited CUGRAFT_MAX_DEFER_US without its chunk completing; submitted eagerly") \
 	X(SLOW_SUBMIT,   "slow_submit",      "the stream submits work more slowly than CUGRAFT_MAX_DEFER_US allows (a Python-speed loop): it runs eagerly for a while (retried after 32, 64, 128... boundaries); raise the budget or use torch.compile") \
 	X(BUILD_FAILED,  "build_failed",     "building or instantiating a graph failed (see the API result); the chunk backs off") \

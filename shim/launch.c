@@ -17,7 +17,8 @@ _Thread_local int cg_tl_forwarding;
 #define ARGS_INLINE 4096 /* larger parameter blocks (rare) are not graphed */
 
 /* Where the call goes when nothing may touch it (disabled, inside the shim or NCCL, or a
- * stream the program is capturing itself). */
+ * stream the program is capturing itself). h as the driver resolves it: 0 in a _ptsz entry
+ * point is the per-thread stream. */
 static bool hands_off(CUstream h)
 {
 	if (cg_shim_passthrough())
@@ -47,6 +48,8 @@ static bool take(struct cg_sstate *s, const struct cg_op *op)
 	atomic_store_explicit(&s->ops, atomic_load_explicit(&s->ops, memory_order_relaxed) + 1,
 	                      memory_order_relaxed);
 	if (!s->eng) {
+		if (s->why_eager == CG_R_PER_THREAD)
+			cg_ptds_note_eager();
 		cg_events_bypass(s->why_eager);
 		return false;
 	}
@@ -162,7 +165,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 }
 
 #define LAUNCH_BODY(entry, ptsz, h, FWD)                                                        \
-	if (hands_off(h)) {                                                                     \
+	if (hands_off(ptsz && !h ? CU_STREAM_PER_THREAD : h)) {                                 \
 		cg_tl_forwarding++;                                                             \
 		CUresult r_ = FWD;                                                              \
 		cg_tl_forwarding--;                                                             \

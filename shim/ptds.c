@@ -2,8 +2,8 @@
  * (ptds.h). */
 #define _GNU_SOURCE
 #include "backend.h"
+#include "checks.h"
 #include "driver.h"
-#include "log.h"
 #include "ptds.h"
 #include "shim.h"
 #include "stream.h"
@@ -23,6 +23,13 @@ bool cg_ptds_open(struct cg_sstate *s)
 	if (!ok)
 		cg_ptds_close(s);
 	return ok;
+}
+
+void cg_ptds_note_eager(void)
+{
+	static int once;
+	cg_note_once(&once, "per-thread default streams: a private stream or event for them could "
+	             "not be created; work on them runs eagerly (per_thread_stream)");
 }
 
 void cg_ptds_close(struct cg_sstate *s)
@@ -55,8 +62,9 @@ void cg_ptds_catch_up(struct cg_sstate *s)
 	           : CG_REAL(cuStreamWaitEvent)(CU_STREAM_PER_THREAD, p->handback, 0);
 	if (r != CUDA_SUCCESS) {
 		/* The stream cannot be ordered after the proxy: let the proxy's work finish first. */
-		cg_log(CG_LOG_WARN, "per-thread stream %llu: cuStreamWaitEvent failed (%d); waiting for "
-		       "its redirected work on the host", (unsigned long long)s->id, (int)r);
+		static int once;
+		cg_note_once(&once, "per-thread default streams: cuStreamWaitEvent failed; their threads "
+		             "wait on the host for work other threads submitted for them");
 		if (in != CG_CTX_FAILED)
 			CG_REAL(cuStreamSynchronize)(p->proxy);
 	}
@@ -74,8 +82,16 @@ CUstream cg_ptds_target(struct cg_sstate *s)
 		return CU_STREAM_PER_THREAD;
 	}
 	if (!p->proxy_open) {
-		if (!p->fence_ok || CG_REAL(cuStreamWaitEvent)(p->proxy, p->fence, 0) != CUDA_SUCCESS)
+		if (!p->fence_ok) /* never while work is pending (cg_ptds_settle) */
 			return NULL;
+		CUresult r = CG_REAL(cuStreamWaitEvent)(p->proxy, p->fence, 0);
+		if (r != CUDA_SUCCESS) {
+			/* The proxy cannot be ordered after the stream: wait for the fence here. */
+			static int once;
+			cg_note_once(&once, "per-thread default streams: cuStreamWaitEvent failed; other "
+			             "threads wait on the host for the work before their deferred work");
+			CG_REAL(cuEventSynchronize)(p->fence);
+		}
 		p->proxy_open = true;
 	}
 	return p->proxy;
@@ -93,6 +109,9 @@ bool cg_ptds_settle(struct cg_sstate *s, bool pending)
 			p->redirected = true;
 			atomic_fetch_add(&cg_ptds_outstanding, 1);
 		} else if (r != CUDA_SUCCESS && in != CG_CTX_FAILED) {
+			static int once;
+			cg_note_once(&once, "per-thread default streams: cuEventRecord failed on a proxy "
+			             "stream; the thread that submitted there waits for it on the host");
 			CG_REAL(cuStreamSynchronize)(p->proxy); /* the owner cannot wait for it: wait here */
 		}
 		cg_backend_leave(in);

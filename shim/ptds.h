@@ -36,6 +36,8 @@ extern atomic_int cg_ptds_outstanding;
  * be made; the stream's work then runs eagerly. */
 bool cg_ptds_open(struct cg_sstate *s);
 void cg_ptds_close(struct cg_sstate *s);
+/* Says once (stderr, report note) that a per-thread stream runs eagerly for want of a proxy. */
+void cg_ptds_note_eager(void);
 
 /* Where this thread submits the stream's work now (the owner: the stream itself, after catching
  * up; another thread: the proxy). NULL: nowhere (a failed driver call). */

@@ -27,11 +27,20 @@ extern struct cg_counters cg_count;
 CUresult cg_enter(enum cg_api id);
 #define CG_ENTER(sym) do { CUresult cg_r_ = cg_enter(CG_API_##sym); \
                            if (cg_r_ != CUDA_SUCCESS) return cg_r_; } while (0)
-/* An entry point and its _ptsz twin (the fake keeps no per-thread default streams: both behave
- * alike), each counted and fault-injected under its own name. */
+/* An entry point and its _ptsz twin, each counted and fault-injected under its own name; in the
+ * twin, stream 0 means the per-thread default stream (the fake keeps one for all threads: work
+ * runs at submission, so ordering between them is moot). */
+extern _Thread_local bool cg_tl_ptsz;
 #define CG_TWINS(sym, params, call)                                                             \
   CUresult CUDAAPI sym params { CG_ENTER(sym); return call; }                                   \
-  CUresult CUDAAPI sym##_ptsz params { CG_ENTER(sym##_ptsz); return call; }
+  CUresult CUDAAPI sym##_ptsz params                                                            \
+  {                                                                                             \
+    CG_ENTER(sym##_ptsz);                                                                       \
+    cg_tl_ptsz = true;                                                                          \
+    CUresult r_ = call;                                                                         \
+    cg_tl_ptsz = false;                                                                         \
+    return r_;                                                                                  \
+  }
 
 /* The same for an `api@capture` FAKECUDA_FAIL rule, at the point the entry point this thread
  * entered adds a node to a capturing stream. */

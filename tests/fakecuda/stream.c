@@ -8,10 +8,12 @@
 /* The legacy and per-thread default streams (one for all threads: ordering is moot here). */
 static struct cg_stream legacy = { .magic = CG_STREAM }, per_thread = { .magic = CG_STREAM };
 static cuuint64_t capture_ids;
+_Thread_local bool cg_tl_ptsz;
 
 struct cg_stream *cg_stream_get(CUstream h)
 {
-  if (!h || h == CU_STREAM_LEGACY) return &legacy;
+  if (!h) return cg_tl_ptsz ? &per_thread : &legacy;
+  if (h == CU_STREAM_LEGACY) return &legacy;
   if (h == CU_STREAM_PER_THREAD) return &per_thread;
   struct cg_stream *s = (struct cg_stream *)h;
   return s->magic == CG_STREAM && cg_ctx_live(s->ctx) ? s : NULL;

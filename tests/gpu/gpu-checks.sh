@@ -181,7 +181,7 @@ if want threads; then
   SHIM_ENV="CUGRAFT_AUDIT=1" run threads "$progs/threads"; compare threads checksum
 fi
 if want lifecycle; then
-  for m in exit-no-cleanup ctx-destroy capture ptds-threads; do
+  for m in exit-no-cleanup ctx-destroy capture capture-ptds ptds-threads; do
     run "life-$m" "$progs/lifecycle" --mode $m; compare "life-$m" checksum
   done
   for m in spin spin-ptds; do  # the host spins on memory a deferred kernel writes

@@ -7,6 +7,7 @@
  *   --mode spin-ptds        the same on the per-thread default stream
  *   --mode ptds-threads     threads that end with work deferred on their per-thread streams
  *   --mode capture          the program captures a graph itself and launches it 10 times
+ *   --mode capture-ptds     the same on the per-thread default stream, through _ptsz with stream 0
  *   --mode managed          the accumulator lives in managed memory (CPU-offload style)
  * Prints `checksum <hex>` (and `launches <n>` where the count is fixed). */
 #include "prog.h"
@@ -234,6 +235,47 @@ static int capture(void)
   return 0;
 }
 
+/* The program captures its own graph on its per-thread default stream, launching through the
+ * _ptsz entry point with stream 0 (as `nvcc --default-stream per-thread` code does), after the
+ * same launches ran eagerly there often enough to be learned. */
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, CUstream, void **, void **);
+
+static void ptsz_round(const struct setup *k, launch_fn launch, unsigned long long tag)
+{
+  for (int i = 0; i < 4; i++) {
+    unsigned long long t = tag + (unsigned long long)i;
+    void *p[] = { (void *)&k->acc, &t };
+    CK(launch(k->chain, 1, 1, 1, 1, 1, 1, 0, NULL, p, NULL));
+  }
+}
+
+static int capture_ptds(void)
+{
+  struct setup k = setup();
+  launch_fn launch;
+  CUdriverProcAddressQueryResult st;
+  CK(cuGetProcAddress("cuLaunchKernel", (void **)&launch, CUDA_VERSION,
+                      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+  if (st != CU_GET_PROC_ADDRESS_SUCCESS) { fprintf(stderr, "no cuLaunchKernel_ptsz\n"); return 1; }
+  for (int r = 0; r < 8; r++) {
+    ptsz_round(&k, launch, (unsigned long long)r * 10);
+    CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+  }
+  CUgraph g;
+  CUgraphExec exec;
+  CK(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ptsz_round(&k, launch, 1000);
+  CK(cuStreamEndCapture(CU_STREAM_PER_THREAD, &g));
+  CK(cuGraphInstantiate(&exec, g, 0));
+  for (int i = 0; i < 3; i++) CK(cuGraphLaunch(exec, CU_STREAM_PER_THREAD));
+  unsigned long long h = prog_mix(14695981039346656037ULL, read_acc(CU_STREAM_PER_THREAD, k.acc));
+  CK(cuGraphExecDestroy(exec));
+  CK(cuGraphDestroy(g));
+  printf("checksum %016llx\nlaunches 36\n", h);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = prog_opt(argc, argv, "--mode");
@@ -246,7 +288,8 @@ int main(int argc, char **argv)
   if (strcmp(mode, "spin-ptds") == 0) return spin(CU_STREAM_PER_THREAD);
   if (strcmp(mode, "ptds-threads") == 0) return ptds_threads(ctx);
   if (strcmp(mode, "capture") == 0) return capture();
+  if (strcmp(mode, "capture-ptds") == 0) return capture_ptds();
   if (strcmp(mode, "managed") == 0) return managed();
-  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|ptds-threads|capture|managed\n");
+  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|ptds-threads|capture|capture-ptds|managed\n");
   return 2;
 }
