@@ -55,6 +55,7 @@ static void *flusher(void *arg)
 	unsigned idle = 0;
 	while (!atomic_load(&cg_shim.exiting)) {
 		cg_stream_read_timing();
+		cg_stream_reap();
 		if (cg_any_pending()) {
 			idle = 0;
 			cg_flush_older_than(now_ns(), max_ns);

@@ -40,6 +40,43 @@ uint64_t cg_thread_uid(void)
 
 enum kind { CREATED, LEGACY, PER_THREAD };
 
+/* A thread that used its per-thread stream exits: nobody can name that stream any more. Its
+ * record is orphaned (owner 0): what is still deferred there goes out through the proxy like any
+ * other thread's flush (the flusher's timeout at the latest), then the flusher retires it
+ * (cg_stream_reap), so a program that keeps starting threads does not keep their proxies and
+ * graphs. No driver call here: the driver's own per-thread state may be gone already. */
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static atomic_int orphans;
+
+static void thread_gone(void *unused)
+{
+	uint64_t me = cg_thread_uid();
+	pthread_mutex_lock(&registry);
+	for (struct cg_sstate *s = streams; s; s = s->next) {
+		if (!s->per_thread || s->owner != me)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		s->owner = 0;
+		pthread_mutex_unlock(&s->lock);
+		atomic_fetch_add(&orphans, 1);
+	}
+	pthread_mutex_unlock(&registry);
+}
+
+static void make_exit_key(void)
+{
+	if (pthread_key_create(&exit_key, thread_gone) != 0)
+		exit_key = (pthread_key_t)-1;
+}
+
+static void watch_thread_exit(void)
+{
+	pthread_once(&exit_key_once, make_exit_key);
+	if (exit_key != (pthread_key_t)-1)
+		pthread_setspecific(exit_key, (void *)1);
+}
+
 #define TL_WAYS 8
 static _Thread_local struct {
 	CUstream h;
@@ -91,6 +128,8 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 	}
 	/* Streams CUGRAFT_SCOPE leaves out are only recorded; so are per-thread streams whose
 	 * proxy (the way other threads reach their work, ptds.h) could not be made. */
+	if (k == PER_THREAD)
+		watch_thread_exit();
 	s->why_eager = !cg_scope_stream(s->id) ? CG_R_SCOPE
 	             : k == PER_THREAD && !cg_ptds_open(s) ? CG_R_PER_THREAD
 	             : CG_R_NO_MEMORY; /* what a NULL engine (state) means otherwise */
@@ -367,6 +406,26 @@ void cg_stream_forget(CUstream h)
 void cg_stream_forget_ctx(CUcontext ctx, enum cg_reason why)
 {
 	forget_where(pick_ctx, ctx, why);
+}
+
+static bool pick_idle_orphan(struct cg_sstate *s, const void *arg)
+{
+	return s->per_thread && s->owner == 0 && !atomic_load(&s->pending);
+}
+
+void cg_stream_reap(void)
+{
+	int n = atomic_load_explicit(&orphans, memory_order_acquire);
+	if (n == 0)
+		return;
+	forget_where(pick_idle_orphan, NULL, CG_R_SYNC);
+	/* Orphans still holding work stay counted (the timeout flush empties them). */
+	int left = 0;
+	pthread_mutex_lock(&registry);
+	for (struct cg_sstate *s = streams; s; s = s->next)
+		left += s->per_thread && s->owner == 0;
+	atomic_store(&orphans, left);
+	pthread_mutex_unlock(&registry);
 }
 
 /* Exit: like forgetting every stream, but a lock held by another thread (exit() called while a

@@ -67,6 +67,8 @@ void cg_stream_read_timing(void);
  * pending work is flushed and their graphs destroyed first (unless the driver is gone). */
 void cg_stream_forget(CUstream h);
 void cg_stream_forget_ctx(CUcontext ctx, enum cg_reason why);
+/* The flusher: retire the per-thread streams of exited threads once nothing is deferred there. */
+void cg_stream_reap(void);
 
 /* Exit: submit pending work and destroy graphs everywhere, never waiting long for a lock. */
 void cg_stream_exit_all(void);

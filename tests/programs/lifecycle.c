@@ -166,7 +166,7 @@ static int spin(CUstream on)
 
 /* Six threads one after another (a finished thread's pthread_t is usually reused), each on its
  * own per-thread default stream: eight rounds of chained kernels, the last cut short, so the
- * thread ends with work a deferring shim still holds. */
+ * thread ends with work a deferring shim still holds. Then 200 ms without driver calls. */
 struct churn { const struct setup *k; CUcontext ctx; CUdeviceptr acc; int id; };
 
 static void *churn_worker(void *arg)
@@ -194,6 +194,8 @@ static int ptds_threads(CUcontext ctx)
     if (pthread_create(&tid, NULL, churn_worker, &c[t]) != 0 || pthread_join(tid, NULL) != 0) return 1;
   }
   CK(cuCtxSynchronize());
+  struct timespec pause = { 0, 200 * 1000000L };  /* time for a shim to tidy up after them */
+  nanosleep(&pause, NULL);
   unsigned long long h = 14695981039346656037ULL, v;
   for (int t = 0; t < THREADS; t++) {
     CK(cuMemcpyDtoH(&v, c[t].acc, sizeof v));

@@ -48,7 +48,7 @@ static void *worker(void *arg)
       continue;
     }
     if (t == 0 && i % 16 == 7) CK(cuLaunchKernel(chain, 1, 1, 1, 1, 1, 1, 0, CU_STREAM_LEGACY, p, NULL));
-    if (i % 50 == 25 + t % 3) nap_ms(3);
+    if (i % 25 == 12 + t % 3) nap_ms(3);
     if (i % 10 == 9) CK(cuEventRecord(events[t], s));
     if (i % 20 == 19) CK(cuStreamSynchronize(s));
   }

@@ -190,12 +190,15 @@ spin|spin-ptds) # the host spins on memory a deferred kernel writes: the flusher
   fi
   ;;
 ptds-threads) # threads one after another end with work deferred on their per-thread streams:
-              # each thread its own stream record (pthread_t values are reused), nothing lost
+              # nothing lost; each thread its own stream record and proxy (pthread_t values are
+              # reused); the records of exited threads retired before the program ends
   eager e "$progs/lifecycle" --mode ptds-threads
   shim s "$progs/lifecycle" --mode ptds-threads
   same_result e s; same_work e s
-  n=$(grep '"event":"summary"' "$tmp/s.jsonl" | grep -o '"kind":"per_thread"' | wc -l)
-  [ "$n" = 6 ] || fail "$n per-thread stream records for 6 threads"
+  proxies=$(( $(stat api.cuStreamCreate "$tmp/s.stats") - $(stat api.cuStreamCreate "$tmp/e.stats") ))
+  [ "$proxies" -ge 6 ] || fail "the shim created $proxies streams for 6 threads' per-thread streams"
+  left=$(grep '"event":"summary"' "$tmp/s.jsonl" | grep -o '"kind":"per_thread"' | wc -l)
+  [ "$left" -lt 6 ] || fail "all $left per-thread stream records of exited threads still live at exit"
   ;;
 threads-ptds) # 8 threads on their per-thread default streams, naps past the deferral bound,
               # thread 0 on the legacy stream too, an observer thread polling events
@@ -203,7 +206,10 @@ threads-ptds) # 8 threads on their per-thread default streams, naps past the def
   shim s "$progs/threads" --ptds
   same_result e s; same_work e s
   [ "$(summary "$tmp/s.jsonl" ops_replayed)" -gt 0 ] || fail "nothing replayed on per-thread streams"
-  [ "$(summary "$tmp/s.jsonl" fallbacks.timeout)" -gt 0 ] || fail "no deferred work timed out"
+  # deferred work flushed from another thread: the flusher (timeout) or a legacy launch (stream
+  # order); which one varies with the scheduling
+  [ $(( $(summary "$tmp/s.jsonl" fallbacks.timeout) + $(summary "$tmp/s.jsonl" fallbacks.stream_order) )) -gt 0 ] ||
+    fail "no deferred work was flushed by the flusher or the legacy stream's ordering"
   [ "$(summary "$tmp/s.jsonl" fallbacks.per_thread_stream)" = 0 ] || fail "per-thread streams kept eager"
   ;;
 cost-gate) # graphs slower than eager on the fake's simulated GPU clock (FAKECUDA_GRAPH_SLOW=1):
