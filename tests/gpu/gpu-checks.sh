@@ -179,6 +179,7 @@ if want conf-gpu; then
 fi
 if want threads; then
   SHIM_ENV="CUGRAFT_AUDIT=1" run threads "$progs/threads"; compare threads checksum
+  SHIM_ENV="CUGRAFT_AUDIT=1" run threads-ptds "$progs/threads" --ptds; compare threads-ptds checksum
 fi
 if want lifecycle; then
   for m in exit-no-cleanup ctx-destroy capture capture-ptds ptds-threads; do
