@@ -492,6 +492,8 @@ void cg_backend_forget_stream(struct cg_sstate *s)
 		cg_backend_leave(in);
 	}
 	s->capture = NULL;
+	if (s->per_thread)
+		cg_ptds_close(s);
 }
 
 const struct cg_backend cg_cuda_backend = {

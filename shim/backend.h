@@ -26,7 +26,8 @@ void cg_backend_leave(int entered);
 void cg_backend_read_timing(struct cg_sstate *s);
 bool cg_backend_timing_due(void);
 
-/* The stream record is going away: release the backend's resources for it. */
+/* The stream record is going away: release the backend's resources for it (with a per-thread
+ * stream's proxy and events, ptds.h). */
 void cg_backend_forget_stream(struct cg_sstate *s);
 /* A context was destroyed behind our back (last primary-context release): its graphs and
  * streams died with it and must not be destroyed again. */

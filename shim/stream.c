@@ -363,8 +363,6 @@ static void retire(struct cg_sstate *s, enum cg_reason why)
 	}
 	cg_stream_sync_pending(s);
 	cg_backend_forget_stream(s);
-	if (s->per_thread)
-		cg_ptds_close(s);
 	s->live = false;
 	pthread_mutex_unlock(&s->lock);
 }
@@ -447,8 +445,6 @@ void cg_stream_exit_all(void)
 		s->eng = NULL;
 		cg_stream_sync_pending(s);
 		cg_backend_forget_stream(s);
-		if (s->per_thread)
-			cg_ptds_close(s);
 		pthread_mutex_unlock(&s->lock);
 	}
 	pthread_mutex_unlock(&registry);
