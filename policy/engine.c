@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "policy/chunk.h"
+#include "policy/control.h"
 #include "policy/engine.h"
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
@@ -25,6 +26,16 @@ struct cg_engine {
 	pthread_mutex_t lock;   /* guards the stream list and `retired` */
 	struct cg_stream *streams;
 	struct cg_stats retired; /* counters of freed streams */
+	/* The deferral controller (control.h), guarded by ctl_lock; the hot path reads only the
+	 * atomics below it. */
+	pthread_mutex_t ctl_lock;
+	struct cg_control ctl;
+	uint32_t ctl_ops;        /* atomic: ops since the current interval began */
+	uint64_t ctl_wait_ns;    /* atomic: the latest wait for the GPU since (0: none) */
+	uint32_t ctl_window;     /* atomic: ctl.window */
+	bool ctl_defer;          /* atomic: ctl.defer */
+	bool ctl_probing;        /* atomic: ctl.phase == CG_CTL_PROBE */
+	bool launched;           /* atomic: a graph has been launched */
 };
 
 struct cg_stream {
@@ -43,9 +54,6 @@ struct cg_stream {
 	uint64_t tick;              /* LRU clock */
 	uint64_t epoch;             /* program boundaries so far: instance positions restart */
 	uint32_t timeouts;          /* deferrals that hit the budget */
-	bool slow;                  /* the program submits too slowly to defer at all, for now */
-	uint32_t slow_for;          /* boundaries since `slow` was set */
-	uint32_t slow_retry;        /* boundaries after which a slow stream tries deferring again */
 	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
 	struct cg_index ix;
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
@@ -82,7 +90,7 @@ static uint64_t monotonic_ns(void)
 void cg_engine_config_default(struct cg_engine_config *cfg)
 {
 	*cfg = (struct cg_engine_config){
-		.warmup = 3, .chunk_max = 64, .max_graphs = 1024, .fail_limit = 3,
+		.warmup = 3, .chunk_max = 64, .max_graphs = 1024, .fail_limit = 3, .measure = true,
 		/* measured on the H200 (shared/GPU.md): cuLaunchKernel 3.4 us, a graph launch 2.5 */
 		.launch_host_us = 3.4, .graph_launch_host_us = 2.5,
 	};
@@ -478,6 +486,8 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 	} else {
 		ST(s, ops_replayed, t->n);
 		ST(s, graph_launches, 1);
+		if (!__atomic_load_n(&s->e->launched, __ATOMIC_RELAXED))
+			__atomic_store_n(&s->e->launched, true, __ATOMIC_RELAXED);
 		t->launched++;
 		t->last_used = ++s->tick;
 		stop_deferring(s);
@@ -594,12 +604,69 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	return CG_PASS;
 }
 
+/* ---- the deferral controller ------------------------------------------------------------ */
+
+/* One op of the program: counted; the first op after waits for the GPU, or the last of a
+ * window without one, ends an interval of the program's time for the controller. Whatever
+ * stream's op closes it reports what a finished probe decided. */
+static void control_op(struct cg_stream *s)
+{
+	struct cg_engine *e = s->e;
+	uint32_t n = __atomic_add_fetch(&e->ctl_ops, 1, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&e->ctl_wait_ns, __ATOMIC_RELAXED) &&
+	    n < __atomic_load_n(&e->ctl_window, __ATOMIC_RELAXED))
+		return;
+	struct cg_control_decision d;
+	bool decided = false;
+	pthread_mutex_lock(&e->ctl_lock);
+	uint64_t wait = __atomic_exchange_n(&e->ctl_wait_ns, 0, __ATOMIC_RELAXED);
+	/* After waits, this op is the next interval's first. */
+	n = __atomic_exchange_n(&e->ctl_ops, wait ? 1 : 0, __ATOMIC_RELAXED);
+	if (wait || n >= e->ctl.window) {  /* else another thread's op closed it meanwhile */
+		uint64_t end = wait ? wait : e->now_ns();
+		decided = cg_control_interval(&e->ctl, wait ? n - 1 : n, end, wait != 0,
+		                              __atomic_load_n(&e->launched, __ATOMIC_RELAXED), &d);
+		__atomic_store_n(&e->ctl_window, e->ctl.window, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->ctl_probing, e->ctl.phase == CG_CTL_PROBE, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->ctl_defer, e->ctl.defer, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&e->ctl_lock);
+	if (decided)
+		emit(s, (struct cg_event){ .kind = CG_EV_DECISION, .op_index = s->op_index - 1,
+		                           .decision = &d });
+}
+
+static void control_wait(struct cg_engine *e)
+{
+	uint64_t now = e->now_ns();
+	__atomic_store_n(&e->ctl_wait_ns, now ? now : 1, __ATOMIC_RELAXED);
+}
+
+static bool control_defers(const struct cg_engine *e)
+{
+	return !e->cfg.measure || __atomic_load_n(&e->ctl_defer, __ATOMIC_RELAXED);
+}
+
+/* The controller keeps the program eager for now: ops that would start an armed chunk run as
+ * submitted, counted under the controller's reason. */
+static void control_eager(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	for (struct cg_chunk *t = cg_index_armed(&s->ix, hash); t; t = t->armed_next)
+		if (cg_chunk_op_matches(t, 0, op, hash)) {
+			s->why = __atomic_load_n(&s->e->ctl_probing, __ATOMIC_RELAXED) ? CG_R_PROBE
+			                                                                : CG_R_MEASURED;
+			return;
+		}
+}
+
 enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 {
 	uint64_t hash = op->hash ? op->hash : cg_sig_hash(op->sig, op->sig_len);
 	s->op_index++;
 	s->just_launched = 0;
 	ST(s, ops, 1);
+	if (s->e->cfg.measure)
+		control_op(s);
 	if (s->deferring) {
 		if (follow(s, op, hash))
 			return CG_TAKEN;
@@ -610,8 +677,13 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 		launch_chunk(s, s->complete);  /* then `op` starts a chunk */
 		s->just_launched = 0;
 	}
-	if (!s->sc.n && !s->e->cfg.record_only && !s->slow && start_deferral(s, op, hash))
-		return CG_TAKEN;
+	if (!s->sc.n && !s->e->cfg.record_only) {
+		bool defer = control_defers(s->e);
+		if (defer && start_deferral(s, op, hash))
+			return CG_TAKEN;
+		if (!defer)
+			control_eager(s, op, hash);
+	}
 	return learn(s, op, hash);
 }
 
@@ -634,10 +706,8 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	if (s->deferring)
 		end_deferral(s, why);
 	cut(s, true);
-	if (s->slow && ++s->slow_for >= s->slow_retry) {
-		s->slow = false;
-		s->timeouts = 0;
-	}
+	if (s->e->cfg.measure && (why == CG_R_SYNC || why == CG_R_HOST_COPY))
+		control_wait(s->e);
 	/* The host now waits for the chunk that just ran (see cg_stream_timing: EXPOSED). */
 	if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && s->just_launched) {
 		struct cg_chunk *t = cg_index_find_key(&s->ix, s->just_launched);
@@ -653,29 +723,13 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
  * next occurrence completes within the budget. */
 #define TIMEOUTS_BEFORE_SPLIT 3
 
-#define SLOW_STREAM_TIMEOUTS 8
-
-/* Slowness is often a phase (start-up: lazy module loading, allocator warm-up, autotuning; a
- * profiler attached for a while): a slow stream tries deferring again after SLOW_RETRY_FIRST
- * program boundaries, and after twice as many each time it is found slow again, so a stream
- * that stays slow pays a few timeouts per doubling period. */
-#define SLOW_RETRY_FIRST 32
-#define SLOW_RETRY_MAX (1u << 20)
-
+/* Whether a stream whose deferrals keep timing out should defer at all is the controller's
+ * call: it measures what the timeouts cost the program (control.h). */
 static bool split_on_timeout(struct cg_stream *s)
 {
 	uint32_t p = s->sc.n;
 	bool all_slow = true;
-	/* A stream where deferral keeps timing out (a Python loop submitting one op every few tens
-	 * of microseconds) only loses: the GPU waits for work the host is slow to complete. It
-	 * stops deferring; its work runs exactly as submitted, at eager speed. */
-	if (++s->timeouts >= SLOW_STREAM_TIMEOUTS && s->timeouts * 4 > s->st.graph_launches) {
-		s->slow = true;
-		s->slow_for = 0;
-		s->slow_retry = s->slow_retry ? (s->slow_retry < SLOW_RETRY_MAX ? 2 * s->slow_retry : SLOW_RETRY_MAX)
-		                              : SLOW_RETRY_FIRST;
-		fallback(s, CG_R_SLOW_SUBMIT, 0, true, (struct cg_event){ .op_index = s->op_index - 1 });
-	}
+	s->timeouts++;
 	for (uint32_t i = 0; i < s->ncand; i++) {
 		struct cg_chunk *t = s->cand[i];
 		t->timeouts++;
@@ -780,6 +834,10 @@ struct cg_engine *cg_engine_new(const struct cg_engine_config *cfg,
 	e->be_ctx = be_ctx;
 	e->now_ns = monotonic_ns;
 	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_init(&e->ctl_lock, NULL);
+	cg_control_init(&e->ctl);
+	e->ctl_window = e->ctl.window;
+	e->ctl_defer = e->ctl.defer;
 	return e;
 }
 
@@ -871,6 +929,7 @@ void cg_engine_free(struct cg_engine *e, bool driver_gone)
 	while (e->streams)
 		stream_release(e->streams, CG_R_EXIT, driver_gone);
 	pthread_mutex_destroy(&e->lock);
+	pthread_mutex_destroy(&e->ctl_lock);
 	e->mem(e, 0);
 }
 
@@ -884,4 +943,12 @@ void cg_engine_stats(const struct cg_engine *e, struct cg_stats *out)
 		add_stats(out, &s->st);
 	pthread_mutex_unlock(&me->lock);
 	out->graphs_alive = __atomic_load_n(&e->graphs_alive, __ATOMIC_RELAXED);
+}
+
+void cg_engine_control(const struct cg_engine *e, struct cg_control_summary *out)
+{
+	struct cg_engine *me = (struct cg_engine *)e;  /* the lock is not part of the value */
+	pthread_mutex_lock(&me->ctl_lock);
+	cg_control_summarize(&e->ctl, out);
+	pthread_mutex_unlock(&me->ctl_lock);
 }

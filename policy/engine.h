@@ -19,6 +19,9 @@ struct cg_engine_config {
 	uint32_t max_graphs;  /* instantiated graphs alive at once, over all streams; LRU eviction */
 	uint32_t fail_limit;  /* failures after which a chunk stays eager for good */
 	bool record_only;     /* learn and count, never defer or build (recording pass-through) */
+	/* Decide per stream from the program's measured time whether deferring pays (control.h);
+	 * false: defer whatever matches an armed chunk. */
+	bool measure;
 	/* Host time (us) one eager op costs and one graph launch costs: the host time a graph of n
 	 * ops saves, n * launch_host_us - graph_launch_host_us, is what the cost gate weighs a
 	 * graph's extra GPU time against. */
@@ -103,7 +106,10 @@ enum cg_event_kind {
 	CG_EV_FALLBACK,        /* first occurrences of a reason (rate-limited by the engine) */
 	CG_EV_EVICTED,
 	CG_EV_BUILD_FAILED,    /* building a graph failed (detail: the API result) */
+	CG_EV_DECISION,        /* the controller decided whether the stream defers (decision) */
 };
+struct cg_control_decision;
+struct cg_control_summary;
 struct cg_event {
 	enum cg_event_kind kind;
 	enum cg_reason reason;
@@ -114,6 +120,10 @@ struct cg_event {
 	const struct cg_op *expected;  /* template op (FALLBACK on divergence), else NULL */
 	const struct cg_op *got;       /* submitted op, else NULL */
 	const char *detail;            /* backend detail (failing API result) or NULL */
+	const struct cg_control_decision *decision;  /* DECISION only (policy/control.h) */
 };
+
+/* Where the deferral controller stands, for the report. */
+void cg_engine_control(const struct cg_engine *e, struct cg_control_summary *out);
 
 #endif

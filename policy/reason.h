@@ -25,7 +25,8 @@
 	X(SCOPE,         "scope",            "excluded by CUGRAFT_SCOPE") \
 	X(PER_THREAD,    "per_thread_stream", "work on a per-thread default stream ran eagerly: the private stream or events through which other threads reach its deferred work could not be created or recorded") \
 	X(TIMEOUT,       "timeout",          "pending work waited CUGRAFT_MAX_DEFER_US without its chunk completing; submitted eagerly") \
-	X(SLOW_SUBMIT,   "slow_submit",      "the stream submits work more slowly than CUGRAFT_MAX_DEFER_US allows (a Python-speed loop): it runs eagerly for a while (retried after 32, 64, 128... boundaries); raise the budget or use torch.compile") \
+	X(PROBE,         "probe",            "eager epochs that time the program against its graphed epochs: cugraft measures which mode is faster on this stream (see the report's decisions)") \
+	X(MEASURED,      "measured_eager",   "deferring this stream's work into graphs was measured slower than eager launches (the program's own time per op, eager vs graphed epochs): it runs eagerly and is measured again later") \
 	X(BUILD_FAILED,  "build_failed",     "building or instantiating a graph failed (see the API result); the chunk backs off") \
 	X(PATCH_FAILED,  "patch_failed",     "updating a graph node's arguments failed; the chunk backs off") \
 	X(LAUNCH_FAILED, "launch_failed",    "launching a graph failed; the chunk backs off") \

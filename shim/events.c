@@ -18,6 +18,7 @@
 #include "audit.h"
 #include "sig.h"
 #include "stream.h"
+#include "policy/control.h"
 #include <unistd.h>
 
 /* Measured on the H200 (DESIGN.md): cuGraphExecKernelNodeSetParams 0.43 us of host time (a
@@ -70,10 +71,38 @@ static void json_op(struct cg_json *j, const char *key, const struct cg_op *op)
 	cg_json_obj_end(j);
 }
 
+/* A controller decision: one line per probe, so a user sees when and why a stream went eager
+ * or back to graphs. */
+static void json_decision(const struct cg_event *ev)
+{
+	const struct cg_control_decision *d = ev->decision;
+	if (!cg_report_first("decision", 0, 64))
+		return;
+	struct cg_json j;
+	cg_json_begin(&j, "decision");
+	cg_json_uint(&j, "stream", ev->stream_id);  /* whose op ended the probe */
+	cg_json_uint(&j, "op_index", ev->op_index);
+	cg_json_str(&j, "decision", d->defer ? "graphs" : "eager");
+	cg_json_bool(&j, "changed", d->flipped);
+	cg_json_double(&j, "eager_ns_per_op", d->eager_ns);
+	cg_json_double(&j, "graphed_ns_per_op", d->graph_ns);
+	cg_json_uint(&j, "eager_epochs", d->eager_samples);
+	cg_json_uint(&j, "graphed_epochs", d->graph_samples);
+	cg_json_uint(&j, "period_intervals", d->period);
+	cg_json_uint(&j, "epoch_intervals", d->epoch_intervals);
+	cg_json_uint(&j, "hold_epochs", d->hold);
+	if (cg_json_end(&j))
+		cg_report_emit(&j);
+}
+
 void cg_events_engine(void *be, const struct cg_event *ev)
 {
 	if (!cg_report_active())
 		return;
+	if (ev->kind == CG_EV_DECISION) {
+		json_decision(ev);
+		return;
+	}
 	static const char *const names[] = {
 		[CG_EV_CHUNK_ARMED] = "region", [CG_EV_GRAPH_BUILT] = "graph_built",
 		[CG_EV_CHUNK_DISABLED] = "chunk_disabled", [CG_EV_FALLBACK] = "fallback",
@@ -202,6 +231,29 @@ static void json_devices(struct cg_json *j)
 
 struct stream_walk { struct cg_json *j; uint64_t ops; };
 
+/* Where the deferral controller stands at exit: its mode and the last probe's figures. */
+static void json_control(struct cg_json *j)
+{
+	if (!cg_shim.engine)
+		return;
+	struct cg_control_summary cs, *c = &cs;
+	cg_engine_control(cg_shim.engine, c);
+	static const char *const phases[] = { [CG_CTL_WAIT] = "waiting", [CG_CTL_PROBE] = "probing",
+	                                      [CG_CTL_HOLD] = "holding" };
+	cg_json_obj(j, "control");
+	cg_json_str(j, "mode", c->defer ? "graphs" : "eager");
+	cg_json_str(j, "phase", phases[c->phase]);
+	cg_json_uint(j, "decisions", c->decisions);
+	cg_json_uint(j, "changes", c->flips);
+	if (c->decisions) {
+		cg_json_double(j, "eager_ns_per_op", c->last.eager_ns);
+		cg_json_double(j, "graphed_ns_per_op", c->last.graph_ns);
+		cg_json_uint(j, "eager_epochs", c->last.eager_samples);
+		cg_json_uint(j, "graphed_epochs", c->last.graph_samples);
+	}
+	cg_json_obj_end(j);
+}
+
 static void json_stream(struct cg_sstate *s, void *arg)
 {
 	struct stream_walk *w = arg;
@@ -282,6 +334,7 @@ void cg_events_summary(void)
 			cg_json_uint(&j, dname, calls);
 	cg_json_obj_end(&j);
 	json_devices(&j);
+	json_control(&j);
 	struct stream_walk w = { &j, 0 };
 	cg_json_arr(&j, "streams");
 	cg_stream_each(json_stream, &w);

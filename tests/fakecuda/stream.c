@@ -2,6 +2,7 @@
  * stream is always idle and every event complete; synchronisation calls are only counted,
  * except on a capturing stream, where they are refused as the real driver refuses them. */
 #include "fake.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -142,6 +143,28 @@ void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph)
   unsigned long long per_op = !graph ? 2000
                             : atomic_load_explicit(&graph_slow, memory_order_relaxed) ? 10000 : 1000;
   atomic_fetch_add_explicit(&s->gpu_ns, ops * per_op, memory_order_relaxed);
+  cg_host_spin(graph, ops);
+}
+
+/* FAKECUDA_SPIN_NS=EAGER,GRAPH: the host spins EAGER ns per op launched eagerly and GRAPH ns
+ * per graph launch, so that wall time (what cugraft's controller measures) favours one mode. */
+void cg_host_spin(bool graph, size_t ops)
+{
+  static atomic_llong spin[2] = { -1, -1 };
+  if (atomic_load_explicit(&spin[0], memory_order_relaxed) < 0) {
+    const char *v = getenv("FAKECUDA_SPIN_NS");
+    long long e = 0, g = 0;
+    if (v) sscanf(v, "%lld,%lld", &e, &g);
+    atomic_store_explicit(&spin[1], g, memory_order_relaxed);
+    atomic_store_explicit(&spin[0], e < 0 ? 0 : e, memory_order_relaxed);
+  }
+  long long ns = graph ? atomic_load_explicit(&spin[1], memory_order_relaxed)
+                       : atomic_load_explicit(&spin[0], memory_order_relaxed) * (long long)ops;
+  if (ns <= 0) return;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < ns);
 }
 
 struct cg_event {

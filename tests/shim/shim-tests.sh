@@ -24,8 +24,10 @@ print(v)' "$1" "$2"; }
 # eager NAME ARGS...: the program alone; shim NAME ARGS...: under the shim. Outputs in $tmp/NAME.*
 eager() { local n=$1; shift
   FAKECUDA_STATS=$tmp/$n.stats FAKECUDA_LOG=${LOGRUN:+$tmp/$n.log} timeout 60 "$@" > "$tmp/$n.out" 2> "$tmp/$n.err"; echo $? > "$tmp/$n.rc"; }
+# The deferral controller decides from wall time, which on the CPU fake is noise: tests count
+# what the policy does with it off, unless they set it (control-*: wall time made to differ).
 shim() { local n=$1; shift
-  CUGRAFT_REPORT=$tmp/$n.jsonl FAKECUDA_STATS=$tmp/$n.stats FAKECUDA_LOG=${LOGRUN:+$tmp/$n.log} \
+  CUGRAFT_MEASURE=${CUGRAFT_MEASURE:-0} CUGRAFT_REPORT=$tmp/$n.jsonl FAKECUDA_STATS=$tmp/$n.stats FAKECUDA_LOG=${LOGRUN:+$tmp/$n.log} \
     LD_PRELOAD=$lib timeout 60 "$@" > "$tmp/$n.out" 2> "$tmp/$n.err"; echo $? > "$tmp/$n.rc"; }
 same_result() { # A B: both exited 0 and printed the same checksum
   [ "$(cat "$tmp/$1.rc")" = 0 ] || fail "$1 exited $(cat "$tmp/$1.rc"): $(tail -3 "$tmp/$1.err")"
@@ -226,6 +228,29 @@ cost-gate) # graphs slower than eager on the fake's simulated GPU clock (FAKECUD
   [ "$gated" -gt 0 ] || fail "no chunk disabled by the cost gate"
   [ "$(in_second_half '^cuGraphLaunch' "$tmp/s.log")" = 0 ] ||
     fail "gated chunks kept replaying: $(in_second_half '^cuGraphLaunch' "$tmp/s.log") graph launches in the second half"
+  ;;
+control-win|control-lose) # the controller times the program's epochs eager and graphed: with
+  # each eager op made to cost 100 us of host time, graphs win and stay; with each graph launch
+  # made to cost 2 ms, the program goes eager. Either way the results are exact, and the report
+  # has the decision and the summary the controller's state.
+  export CUGRAFT_MEASURE=1
+  if [ $case_name = control-win ]; then spin=100000,0 want=graphs; else spin=0,2000000 want=eager; fi
+  # (an epoch lasts 2 ms at least: the fake's eager iterations take tens of microseconds)
+  eager e "$progs/fourway" --iters 300
+  FAKECUDA_SPIN_NS=$spin shim s "$progs/fourway" --iters 300
+  same_result e s; same_work e s
+  grep -q '"event":"decision"' "$tmp/s.jsonl" || fail "no controller decision in the report"
+  first=$(grep -m1 '"event":"decision"' "$tmp/s.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["decision"])')
+  [ "$first" = $want ] || fail "first decision $first, want $want: $(grep -m1 '"event":"decision"' "$tmp/s.jsonl")"
+  mode=$(summary "$tmp/s.jsonl" control.mode)
+  [ "$mode" = $want ] || fail "the summary's control mode is '$mode', want $want"
+  [ "$(summary "$tmp/s.jsonl" control.decisions)" -ge 1 ] || fail "the summary counts no decision"
+  share=$(summary "$tmp/s.jsonl" replayed_share)
+  if [ $want = graphs ]; then
+    python3 -c "import sys; sys.exit(0 if $share > 0.5 else 1)" || fail "graphs won but only $share replayed"
+  else
+    [ "$(summary "$tmp/s.jsonl" fallbacks.measured_eager)" -gt 0 ] || fail "no op ran eagerly by measurement"
+  fi
   ;;
 cost-normal) # graphs faster than eager: chunks are timed a few times, then replay with no event
              # calls at all (none in the second half of the run); nothing gated

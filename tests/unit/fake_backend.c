@@ -179,8 +179,10 @@ static void copy_op(struct cg_op *dst, unsigned char *buf, const struct cg_op *s
 static void fake_event(void *be, const struct cg_event *ev)
 {
 	struct fake_backend *fb = be;
-	if ((unsigned)ev->kind < 5)
+	if ((unsigned)ev->kind < 8)
 		fb->events[ev->kind]++;
+	if (ev->kind == CG_EV_DECISION && fb->ndecisions < 64)
+		fb->decision[fb->ndecisions++] = *ev->decision;
 	if (ev->kind == CG_EV_GRAPH_BUILT)
 		fb->last_built_key = ev->chunk_key, fb->last_built_ops = ev->chunk_ops;
 	if (ev->kind != CG_EV_FALLBACK)

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "policy/control.h"
 #include "policy/engine.h"
 
 enum fake_call { FAKE_BUILD, FAKE_PATCH, FAKE_LAUNCH, FAKE_NCALLS };
@@ -34,7 +35,9 @@ struct fake_backend {
 	long graphs_alive, graph_launches, patches, eager, built;
 	long contract_errors;      /* misuse: wrong stream/sig/size, destroyed graph used, PASS or
 	                              boundary with work still pending, ... */
-	long events[5];            /* by cg_event_kind */
+	long events[8];            /* by cg_event_kind */
+	struct cg_control_decision decision[64];  /* the controller's decisions, in order */
+	uint32_t ndecisions;
 	long fallback_events[CG_R_COUNT];
 	uint64_t last_built_key;   /* chunk_key of the latest CG_EV_GRAPH_BUILT */
 	uint32_t last_built_ops;   /* and its chunk_ops */

@@ -153,6 +153,17 @@ static void random_config(struct cg_engine_config *cfg, struct rng *r)
 	cfg->max_graphs = max_graphs[below(r, 6)];
 	cfg->fail_limit = 1 + below(r, 4);
 	cfg->record_only = chance(r, 60);
+	cfg->measure = chance(r, 500);  /* with a clock that makes the controller flip at random */
+}
+
+/* The engine's clock in these traces: random steps, so that the deferral controller's
+ * decisions (and so its mode switches mid-trace) fall anywhere. */
+static struct rng *clock_rng;
+static uint64_t clock_ns;
+
+static uint64_t random_clock(void)
+{
+	return clock_ns += 1 + below(clock_rng, 2000000);
 }
 
 static void random_faults(struct fake_backend *fb, struct rng *r)
@@ -187,6 +198,8 @@ static void timing_end(void *be, void *stream, bool ok)
 {
 }
 
+static uint64_t decisions[2];  /* the controller's, over all traces: [0] eager, [1] graphs */
+
 /* Runs one trace; returns ops replayed (to check the property is not vacuous). */
 static uint64_t run_trace(uint64_t seed)
 {
@@ -203,11 +216,17 @@ static uint64_t run_trace(uint64_t seed)
 		w.fb.table.time_end = timing_end;
 	}
 	w.e = cg_engine_new(&w.cfg, &w.fb.table, &w.fb);
+	clock_rng = &r;
+	clock_ns = 0;
+	if (w.e)
+		cg_engine_set_clock(w.e, random_clock);
 	assert_non_null(w.e);
 	for (uint32_t i = 0; i < 2; i++) {
 		w.s[i] = cg_stream_new(w.e, fake_stream(i), i);
 		assert_non_null(w.s[i]);
 		make_program(&w.prog[i], &r);
+		if (w.cfg.measure)  /* long enough for the controller's probes to end */
+			w.prog[i].iters += below(&r, 150);
 	}
 	bool live[2] = { true, true };
 	while (live[0] || live[1]) {
@@ -247,6 +266,8 @@ static uint64_t run_trace(uint64_t seed)
 	assert_int_equal(end.graphs_alive, 0);
 	if (w.cfg.record_only)
 		assert_int_equal(end.ops_replayed, 0);
+	for (uint32_t i = 0; i < w.fb.ndecisions; i++)
+		decisions[w.fb.decision[i].defer]++;
 	fake_backend_fini(&w.fb);
 	return end.ops_replayed;
 }
@@ -261,6 +282,10 @@ static void test_random_traces_run_exactly_once_in_order(void **state)
 	}
 	/* The traces must exercise replay, not only the eager path. */
 	assert_true(replaying_traces > TRACES / 2);
+	/* ... and mode switches of the deferral controller, both ways. */
+	assert_true(decisions[0] > 0 && decisions[1] > 0);
+	print_message("controller decisions: %llu eager, %llu graphs\n",
+	              (unsigned long long)decisions[0], (unsigned long long)decisions[1]);
 	print_message("%llu of %d traces replayed, %llu ops from graphs\n",
 	              (unsigned long long)replaying_traces, TRACES, (unsigned long long)replayed);
 }

@@ -1,0 +1,217 @@
+/* The deferral controller (control.h). The program's time is cut into intervals at its waits
+ * for the GPU (or into windows of ops when it never waits); the loop's period is found in the
+ * interval lengths, and an epoch is a whole number of periods, so that every epoch holds the
+ * same work. Once the stream has graphs, epochs alternate between deferring and not; the mode
+ * with the lower median time per op wins and runs for a while (longer each time the same mode
+ * wins again), then both are measured again: a job's phases change. */
+#include <string.h>
+#include "policy/control.h"
+
+#define CG_CONTROL_NOPERIOD 16         /* intervals per epoch while no period is known */
+#define CG_CONTROL_MIN_INTERVALS 4     /* an epoch holds at least this many intervals ... */
+#define CG_CONTROL_MIN_EPOCH_NS 2000000u  /* ... and lasts at least this long, */
+#define CG_CONTROL_MAX_PERIODS 64      /* but no more than this many periods */
+#define CG_CONTROL_PERIOD_CHECK 6      /* intervals a period must have repeated over */
+/* Deferral must be faster than eager by this share to stay on: where the two cannot be told
+ * apart, eager is what the program asked for. */
+#define CG_CONTROL_MARGIN 0.01
+/* A mode faster in every sample by this factor wins after two samples of each. */
+#define CG_CONTROL_CLEAR 0.8
+/* Medians closer than this share need the full CG_CONTROL_SAMPLES of each mode. */
+#define CG_CONTROL_CLOSE 0.03
+#define CG_CONTROL_HOLD_FIRST 16       /* epochs a decision holds at first, */
+#define CG_CONTROL_HOLD_CLEAR 64       /* after a clear win, */
+#define CG_CONTROL_HOLD_MAX 1024       /* and at most, doubling while the same mode wins */
+
+void cg_control_init(struct cg_control *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->defer = true;
+	c->window = CG_CONTROL_WINDOW;
+}
+
+void cg_control_summarize(const struct cg_control *c, struct cg_control_summary *out)
+{
+	*out = (struct cg_control_summary){ .defer = c->defer, .phase = c->phase,
+	                                    .decisions = c->decisions, .flips = c->flips,
+	                                    .last = c->last };
+}
+
+/* Smallest p whose repetition explains the latest intervals, or 0. */
+static uint32_t find_period(const struct cg_control *c)
+{
+	for (uint32_t p = 1; p <= CG_CONTROL_RING / 2; p++) {
+		uint32_t span = p > CG_CONTROL_PERIOD_CHECK ? p : CG_CONTROL_PERIOD_CHECK;
+		if (c->nring < (uint64_t)span + p)
+			return 0;  /* longer periods need even more history */
+		uint32_t i = 0;
+		while (i < span && c->ring[(c->nring - 1 - i) % CG_CONTROL_RING] ==
+		                   c->ring[(c->nring - 1 - i - p) % CG_CONTROL_RING])
+			i++;
+		if (i == span)
+			return p;
+	}
+	return 0;
+}
+
+static void note_interval(struct cg_control *c, uint32_t ops)
+{
+	c->ring[c->nring % CG_CONTROL_RING] = ops;
+	c->nring++;
+	if (c->period && ops != c->ring[(c->nring - 1 - c->period) % CG_CONTROL_RING])
+		c->period = 0;  /* the loop changed: find it again */
+	if (!c->period)
+		c->period = find_period(c);
+}
+
+static bool epoch_complete(const struct cg_control *c, uint64_t end_ns)
+{
+	uint32_t p = c->period ? c->period : CG_CONTROL_NOPERIOD;
+	if (c->epoch_intervals % p)
+		return false;
+	return c->epoch_intervals >= CG_CONTROL_MAX_PERIODS * p ||
+	       (c->epoch_intervals >= CG_CONTROL_MIN_INTERVALS &&
+	        end_ns - c->epoch_ns >= CG_CONTROL_MIN_EPOCH_NS);
+}
+
+static double median(const double *v, uint32_t n)
+{
+	double s[CG_CONTROL_SAMPLES];
+	memcpy(s, v, n * sizeof(*s));
+	for (uint32_t i = 1; i < n; i++)
+		for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+			double t = s[j];
+			s[j] = s[j - 1];
+			s[j - 1] = t;
+		}
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static double extreme(const double *v, uint32_t n, bool largest)
+{
+	double x = v[0];
+	for (uint32_t i = 1; i < n; i++)
+		if (largest ? v[i] > x : v[i] < x)
+			x = v[i];
+	return x;
+}
+
+static void start_probe(struct cg_control *c)
+{
+	c->phase = CG_CTL_PROBE;
+	c->nsample[0] = c->nsample[1] = 0;
+}
+
+static void add_sample(struct cg_control *c, double per_op)
+{
+	uint32_t m = c->defer;
+	if (c->nsample[m] < CG_CONTROL_SAMPLES)
+		c->sample[m][c->nsample[m]++] = per_op;
+}
+
+/* Has the probe seen enough? Sets *defer and *clear when it has. */
+static bool probe_done(const struct cg_control *c, bool *defer, bool *clear)
+{
+	const double *e = c->sample[0], *g = c->sample[1];
+	uint32_t ne = c->nsample[0], ng = c->nsample[1];
+	if (ne < 2 || ng < 2)
+		return false;
+	*clear = true;
+	if (extreme(g, ng, true) < CG_CONTROL_CLEAR * extreme(e, ne, false)) {
+		*defer = true;
+		return true;
+	}
+	if (extreme(e, ne, true) < CG_CONTROL_CLEAR * extreme(g, ng, false)) {
+		*defer = false;
+		return true;
+	}
+	*clear = false;
+	if (ne < 3 || ng < 3)
+		return false;
+	double me = median(e, ne), mg = median(g, ng);
+	bool full = ne >= CG_CONTROL_SAMPLES && ng >= CG_CONTROL_SAMPLES;
+	if (!full && mg > me * (1 - CG_CONTROL_CLOSE) && mg < me * (1 + CG_CONTROL_CLOSE))
+		return false;
+	*defer = mg < me * (1 - CG_CONTROL_MARGIN);
+	return true;
+}
+
+static void decide(struct cg_control *c, bool defer, bool clear, struct cg_control_decision *out)
+{
+	bool flipped = c->decisions && defer != c->last.defer;
+	if (!c->decisions || flipped)
+		c->hold_len = clear ? CG_CONTROL_HOLD_CLEAR : CG_CONTROL_HOLD_FIRST;
+	else if (c->hold_len < CG_CONTROL_HOLD_MAX)
+		c->hold_len *= 2;
+	c->decisions++;
+	c->flips += flipped;
+	c->hold = c->hold_len;
+	c->phase = CG_CTL_HOLD;
+	c->defer = defer;
+	c->last = (struct cg_control_decision){
+		.defer = defer, .flipped = flipped,
+		.eager_ns = median(c->sample[0], c->nsample[0]),
+		.graph_ns = median(c->sample[1], c->nsample[1]),
+		.eager_samples = c->nsample[0], .graph_samples = c->nsample[1],
+		.period = c->period,
+		.epoch_intervals = c->epoch_len,
+		.hold = c->hold,
+	};
+	*out = c->last;
+}
+
+/* An epoch of c->defer's mode ended, `per_op` ns per op. */
+static bool epoch_end(struct cg_control *c, double per_op, bool graphed,
+                      struct cg_control_decision *out)
+{
+	switch (c->phase) {
+	case CG_CTL_WAIT:
+		if (!graphed)
+			return false;
+		/* This epoch was partly learning: it is not a sample. */
+		start_probe(c);
+		break;
+	case CG_CTL_HOLD:
+		if (--c->hold)
+			return false;
+		start_probe(c);
+		add_sample(c, per_op);  /* the last epoch held is the probe's first sample */
+		break;
+	case CG_CTL_PROBE: {
+		add_sample(c, per_op);
+		bool defer = true, clear = false;
+		if (probe_done(c, &defer, &clear)) {
+			decide(c, defer, clear, out);
+			return true;
+		}
+		break;
+	}
+	}
+	c->defer = !c->defer;
+	return false;
+}
+
+bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool waited,
+                         bool graphed, struct cg_control_decision *out)
+{
+	if (!c->epoch_ns) {
+		c->epoch_ns = end;  /* the first interval only marks where measuring starts */
+		return false;
+	}
+	if (waited) {
+		uint64_t w = (uint64_t)ops * 8;
+		if (w > c->window)
+			c->window = w < (1u << 20) ? (uint32_t)w : (1u << 20);
+	}
+	note_interval(c, ops);
+	c->epoch_ops += ops;
+	c->epoch_intervals++;
+	if (!epoch_complete(c, end))
+		return false;
+	double per_op = (double)(end - c->epoch_ns) / (double)(c->epoch_ops ? c->epoch_ops : 1);
+	c->epoch_len = c->epoch_intervals;
+	c->epoch_ns = end;
+	c->epoch_ops = 0;
+	c->epoch_intervals = 0;
+	return epoch_end(c, per_op, graphed, out);
+}

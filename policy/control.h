@@ -1,0 +1,77 @@
+/* The deferral controller: decides from the program's own wall time whether deferring its work
+ * into graphs pays. One per process, not per stream: every stream's work shares the wall time
+ * it measures, so per-stream controllers probing at once would measure each other. Deferral saves host launch time but holds work back
+ * from the GPU until its chunk is complete; which one wins depends on the program (a GPU-bound
+ * job, a Python loop that waits on every step) and only measuring tells. Pure C, no clock of
+ * its own: the engine hands it the time at the points it needs. Internal to policy/. */
+#ifndef CG_POLICY_CONTROL_H
+#define CG_POLICY_CONTROL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Ops after which a stretch with no wait for the GPU counts as an interval of its own: loops
+ * that never sync are measured in windows of this many ops (or 8 times their longest interval
+ * between waits, while they wait: a window must not cut a loop that does). */
+#define CG_CONTROL_WINDOW 256
+#define CG_CONTROL_RING 64      /* interval lengths kept for finding the loop's period */
+#define CG_CONTROL_SAMPLES 5    /* epochs of each mode compared at most, per probe */
+
+/* What one probe concluded. Times are the program's wall time per op over whole epochs
+ * (whole loop periods, from just after one wait for the GPU to the same point later). */
+struct cg_control_decision {
+	bool defer;                 /* deferral stays on (graphed epochs were faster) */
+	bool flipped;               /* the decision differs from the previous one */
+	double eager_ns, graph_ns;  /* median ns per op, eager epochs and graphed epochs */
+	uint32_t eager_samples, graph_samples;
+	uint32_t period;            /* intervals per loop period (0: none found) */
+	uint32_t epoch_intervals;   /* intervals per epoch */
+	uint32_t hold;              /* epochs until it measures again */
+};
+
+enum cg_control_phase {
+	CG_CTL_WAIT,   /* nothing graphed on the stream yet: nothing to decide */
+	CG_CTL_PROBE,  /* epochs alternate between deferring and not, each one timed */
+	CG_CTL_HOLD,   /* the faster mode runs; measured again after `hold` epochs */
+};
+
+struct cg_control {
+	bool defer;                 /* the mode of the current epoch */
+	enum cg_control_phase phase;
+	uint32_t window;            /* ops after which an interval ends without a wait */
+	/* The current epoch: from epoch_ns on, epoch_ops ops in epoch_intervals intervals. */
+	uint64_t epoch_ns, epoch_ops;
+	uint32_t epoch_intervals;
+	uint32_t epoch_len;         /* intervals in the last complete epoch */
+	/* The loop's period in intervals, found in the lengths (ops) of the latest intervals. */
+	uint32_t ring[CG_CONTROL_RING];
+	uint64_t nring;
+	uint32_t period;
+	/* The current probe's epochs, ns per op, [0] eager, [1] graphed. */
+	double sample[2][CG_CONTROL_SAMPLES];
+	uint32_t nsample[2];
+	uint32_t hold, hold_len;
+	uint32_t decisions, flips;
+	struct cg_control_decision last;
+};
+
+/* Where a controller stands, for the report. */
+struct cg_control_summary {
+	bool defer;
+	enum cg_control_phase phase;
+	uint32_t decisions, flips;
+	struct cg_control_decision last;   /* valid when decisions > 0 */
+};
+
+void cg_control_init(struct cg_control *c);
+void cg_control_summarize(const struct cg_control *c, struct cg_control_summary *out);
+
+/* An interval of `ops` ops ended at `end_ns`: `waited`, at the last of one or more waits for
+ * the GPU (a sync, a copy to the host; the caller closes it at the next op, so that a wait
+ * counts in the epoch whose work it waits for), else after c->window ops without a wait.
+ * `graphed`: graphs have been launched, so deferring can make a difference. Returns true when
+ * a probe just ended, with its outcome in *out; c->defer says the mode from now on. */
+bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end_ns, bool waited,
+                         bool graphed, struct cg_control_decision *out);
+
+#endif

@@ -1,0 +1,384 @@
+/* The deferral controller: alone (period finding, decisions from given epoch times) and inside
+ * the engine against a simulated host and GPU, where what deferral costs or saves follows from
+ * the program's pace, the launch costs and the GPU time of its ops. The engine's clock is the
+ * simulated host clock, so every figure is deterministic; no test reads a real clock. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "fake_backend.h"
+#include "policy/control.h"
+#include "policy/engine.h"
+
+/* ---- the controller alone ------------------------------------------------------------------ */
+
+/* Feeds the controller as the engine does: ops counted, a wait for the GPU at the end of each
+ * interval, closed by the next op; each op costs the time given for the current mode. */
+struct feed {
+	struct cg_control c;
+	uint64_t now, wait;
+	uint32_t ops;
+	uint32_t decisions, eager_decisions, intervals;
+	struct cg_control_decision last;
+};
+
+static void feed_close(struct feed *f, uint32_t ops, uint64_t end, bool waited, bool graphed)
+{
+	struct cg_control_decision d;
+	f->intervals++;
+	if (cg_control_interval(&f->c, ops, end, waited, graphed, &d)) {
+		f->decisions++;
+		f->eager_decisions += !d.defer;
+		f->last = d;
+	}
+}
+
+static void feed_op(struct feed *f, double ns_eager, double ns_graph, bool graphed)
+{
+	if (f->wait) {
+		feed_close(f, f->ops, f->wait, true, graphed);
+		f->wait = 0;
+		f->ops = 0;
+	}
+	if (++f->ops >= f->c.window) {
+		feed_close(f, f->ops, f->now, false, graphed);
+		f->ops = 0;
+	}
+	f->now += (uint64_t)(f->c.defer ? ns_graph : ns_eager);
+}
+
+static void feed_interval(struct feed *f, uint32_t ops, double ns_eager, double ns_graph)
+{
+	for (uint32_t i = 0; i < ops; i++)
+		feed_op(f, ns_eager, ns_graph, true);
+	f->wait = f->now;
+}
+
+static void test_period_of_uneven_intervals(void **state)
+{
+	/* A C trainer's step: five syncs, intervals of very different lengths. */
+	static const uint32_t step[] = { 200, 5, 100, 300, 25 };
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	for (int it = 0; it < 40; it++)
+		for (int k = 0; k < 5; k++)
+			feed_interval(&f, step[k], 1000, 500);
+	assert_int_equal(f.c.period, 5);
+	assert_true(f.decisions >= 1);
+	assert_true(f.last.defer);
+	/* Every epoch is whole steps: the same work in each. */
+	assert_int_equal(f.last.epoch_intervals % 5, 0);
+	assert_int_equal(f.last.period, 5);
+}
+
+/* Graphs slower by 10%: eager within a bounded number of intervals, and it stays eager (the
+ * re-probes confirm it, each after a longer hold). */
+static void test_losing_graphs_go_eager(void **state)
+{
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	while (!f.decisions && f.intervals < 1000)
+		feed_interval(&f, 300, 10000, 11000);
+	assert_int_equal(f.decisions, 1);
+	assert_false(f.last.defer);
+	assert_false(f.c.defer);
+	/* At least 3 epochs of each mode (5 where close), 4 intervals of 2 ms or more each. */
+	assert_true(f.intervals <= 2 * 5 * 4 + 8);
+	assert_true(f.last.eager_ns < f.last.graph_ns);
+	uint32_t eager_ops = 0, ops = 0;
+	for (int it = 0; it < 2000; it++) {
+		eager_ops += f.c.defer ? 0 : 300;
+		ops += 300;
+		feed_interval(&f, 300, 10000, 11000);
+	}
+	assert_int_equal(f.eager_decisions, f.decisions);
+	assert_int_equal(f.c.flips, 0);
+	/* Re-probing costs graphed epochs, fewer as the hold grows. */
+	assert_true(eager_ops > ops / 10 * 9);
+}
+
+/* Graphs 2x faster: a clear win after two epochs of each, held long. */
+static void test_winning_graphs_stay(void **state)
+{
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	uint32_t graphed = 0, n = 0;
+	for (int it = 0; it < 3000; it++) {
+		graphed += f.c.defer;
+		n++;
+		feed_interval(&f, 300, 3400, 1000);
+	}
+	assert_true(f.decisions >= 2);
+	assert_int_equal(f.eager_decisions, 0);
+	assert_true(f.last.defer);
+	assert_int_equal(f.last.graph_samples, 2);
+	assert_true(graphed > n / 100 * 97);  /* probing the eager mode costs under 3% */
+}
+
+/* Equal times (a GPU-bound job): deferral does not stay on where it gains nothing. */
+static void test_tie_stays_eager(void **state)
+{
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	while (!f.decisions && f.intervals < 1000)
+		feed_interval(&f, 300, 10000, 10000);
+	assert_int_equal(f.decisions, 1);
+	assert_false(f.last.defer);
+	assert_int_equal(f.last.eager_samples, CG_CONTROL_SAMPLES);
+}
+
+/* The job's phase changes: graphs lose first, then win; the controller notices within its
+ * hold, and back. */
+static void test_phase_change_noticed(void **state)
+{
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	for (int it = 0; it < 300; it++)
+		feed_interval(&f, 300, 10000, 12000);
+	assert_false(f.c.defer);
+	int it = 0;
+	while (!f.last.defer && it < 2000) {
+		feed_interval(&f, 300, 10000, 5000);
+		it++;
+	}
+	assert_true(f.last.defer && f.c.defer);
+	assert_true(f.last.flipped);
+	assert_true(it < 1000);  /* within the current hold plus one probe */
+	it = 0;
+	while (f.last.defer && it < 5000) {
+		feed_interval(&f, 300, 10000, 15000);
+		it++;
+	}
+	assert_false(f.last.defer || f.c.defer);
+	assert_true(f.c.flips >= 2);
+}
+
+/* A loop that never waits is measured in windows of ops. */
+static void test_no_wait_loop_windows(void **state)
+{
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	for (int i = 0; i < 200000 && !f.decisions; i++)
+		feed_op(&f, 3400, 1000, true);
+	assert_int_equal(f.decisions, 1);
+	assert_true(f.last.defer);
+	assert_int_equal(f.last.period, 1);
+}
+
+/* Nothing is decided before graphs have been launched. */
+static void test_waits_for_graphs(void **state)
+{
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	for (int i = 0; i < 100000; i++)
+		feed_op(&f, 3000, 1000, false);
+	assert_int_equal(f.decisions, 0);
+	assert_true(f.intervals > 100);
+	assert_true(f.c.defer);
+	assert_int_equal(f.c.phase, CG_CTL_WAIT);
+}
+
+/* ---- inside the engine, against a simulated host and GPU ----------------------------------- */
+
+/* The host's clock advances with the program's own work per op, the launch cost of each op
+ * submitted eagerly and of each graph launch; the GPU runs each op for op_gpu after both it is
+ * submitted and the GPU is free; a sync waits for the GPU. */
+static struct sim {
+	uint64_t host, gpu;
+	uint64_t prog_ns, launch_ns, graph_ns, op_gpu_ns;
+	size_t seen_log;
+	long seen_launches;
+} sim;
+
+static uint64_t sim_now(void)
+{
+	return sim.host;
+}
+
+static void sim_account(const struct fake_backend *fb)
+{
+	sim.host += (uint64_t)(fb->graph_launches - sim.seen_launches) * sim.graph_ns;
+	sim.seen_launches = fb->graph_launches;
+	for (; sim.seen_log < fb->nlog; sim.seen_log++) {
+		if (!fb->log[sim.seen_log].in_graph)
+			sim.host += sim.launch_ns;
+		sim.gpu = (sim.gpu > sim.host ? sim.gpu : sim.host) + sim.op_gpu_ns;
+	}
+}
+
+struct rig {
+	struct fake_backend fb;
+	struct cg_engine *e;
+	struct cg_stream *s;
+};
+
+static void rig_up(struct rig *r)
+{
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	memset(r, 0, sizeof(*r));
+	memset(&sim, 0, sizeof(sim));
+	fake_backend_init(&r->fb, 1);
+	r->e = cg_engine_new(&cfg, &r->fb.table, &r->fb);
+	assert_non_null(r->e);
+	cg_engine_set_clock(r->e, sim_now);
+	r->s = cg_stream_new(r->e, fake_stream(0), 0);
+	assert_non_null(r->s);
+}
+
+static void rig_down(struct rig *r)
+{
+	char msg[128] = "";
+	cg_stream_free(r->s, CG_R_NONE);
+	struct cg_stats st;
+	cg_engine_stats(r->e, &st);
+	assert_int_equal(st.ops, st.ops_replayed + st.ops_eager);
+	cg_engine_free(r->e, false);
+	if (!fake_backend_same(&r->fb, msg, sizeof(msg)))
+		fail_msg("executed sequence differs from the submitted one: %s", msg);
+	assert_int_equal(r->fb.contract_errors, 0);
+	fake_backend_fini(&r->fb);
+}
+
+enum { OPS = 100 };
+
+/* One step: OPS distinct kernels, then the host reads a result (a copy to the host and a
+ * sync). Returns the step's simulated time. */
+static uint64_t step(struct rig *r, uint64_t it)
+{
+	static unsigned char sig[64], args[16];
+	uint64_t t0 = sim.host;
+	for (uint32_t p = 0; p < OPS; p++) {
+		uint64_t sv[8] = { 0x7f0000001000ull + p, 1, 128, 1, 1, 256, 1, p };
+		uint64_t av[2] = { 0x7000000 + p * 0x1000, it };
+		memcpy(sig, sv, sizeof(sv));
+		memcpy(args, av, sizeof(av));
+		struct cg_op op = { .sig = sig, .args = args, .sig_len = sizeof(sig), .args_len = sizeof(args) };
+		sim.host += sim.prog_ns;
+		fake_submit(&r->fb, r->s, 0, &op);
+		sim_account(&r->fb);
+	}
+	fake_boundary(&r->fb, r->s, 0, CG_R_HOST_COPY);
+	sim_account(&r->fb);
+	if (sim.gpu > sim.host)
+		sim.host = sim.gpu;
+	fake_boundary(&r->fb, r->s, 0, CG_R_SYNC);
+	return sim.host - t0;
+}
+
+static void pace(uint64_t prog_ns, uint64_t launch_ns, uint64_t graph_ns, uint64_t op_gpu_ns)
+{
+	sim.prog_ns = prog_ns;
+	sim.launch_ns = launch_ns;
+	sim.graph_ns = graph_ns;
+	sim.op_gpu_ns = op_gpu_ns;
+}
+
+/* A C loop of tiny kernels: the host's launch cost is the whole step, graphs win. */
+static void test_engine_host_bound_stays_graphed(void **state)
+{
+	struct rig r;
+	rig_up(&r);
+	pace(200, 3400, 2500, 1000);
+	uint64_t late = 0;
+	for (uint64_t it = 0; it < 400; it++) {
+		uint64_t t = step(&r, it);
+		late += it >= 300 ? t : 0;
+	}
+	assert_true(r.fb.ndecisions >= 1);
+	for (uint32_t i = 0; i < r.fb.ndecisions; i++)
+		assert_true(r.fb.decision[i].defer);
+	struct cg_stats st;
+	cg_engine_stats(r.e, &st);
+	assert_true(st.ops_replayed > st.ops / 10 * 8);
+	/* Eager, a step costs OPS * (200 + 3400) ns; graphed it is far less. */
+	assert_true(late / 100 < OPS * 3600 / 2);
+	rig_down(&r);
+}
+
+/* A Python-paced loop of GPU-heavy ops that reads its loss every step: eager launches overlap
+ * the GPU with the host, deferral holds each chunk back until it is complete, and the host
+ * then waits for the last one. Graphs lose: the stream goes eager, and its steps take eager
+ * time again. */
+static void test_engine_exposed_loop_goes_eager(void **state)
+{
+	struct rig r;
+	rig_up(&r);
+	pace(20000, 3400, 2500, 22000);
+	uint64_t late = 0;
+	for (uint64_t it = 0; it < 300; it++) {
+		uint64_t t = step(&r, it);
+		late += it >= 200 ? t : 0;
+	}
+	assert_true(r.fb.ndecisions >= 1);
+	assert_false(r.fb.decision[0].defer);
+	assert_true(r.fb.decision[0].eager_ns < r.fb.decision[0].graph_ns);
+	/* Decided within a bounded number of steps: the first graph launches come at step 4, the
+	 * probe takes at most 2 x 5 epochs of 1 step each. */
+	struct cg_stats st;
+	cg_engine_stats(r.e, &st);
+	assert_true(st.fallbacks[CG_R_MEASURED] > 0);
+	/* Graphed epochs only while probing: the first probe, then re-probes after longer and
+	 * longer holds (16, 32, ... epochs of 4 steps). */
+	assert_true(st.ops_replayed < st.ops / 4);
+	/* Eager, a step is host-bound at 23.4 us per op, plus the last op's GPU time; what is
+	 * left above that is the cost of re-probing the graphed mode now and then. */
+	uint64_t eager_step = OPS * 23400 + 22000;
+	assert_true(late / 100 < eager_step + eager_step / 20);
+	rig_down(&r);
+}
+
+/* The same stream, slow first (graphs lose), then a fast host (graphs win): the controller
+ * measures again after its hold and defers again; all the while every op ran once, in order. */
+static void test_engine_phase_change(void **state)
+{
+	struct rig r;
+	rig_up(&r);
+	pace(20000, 3400, 2500, 22000);
+	uint64_t it = 0;
+	for (; it < 200; it++)
+		step(&r, it);
+	assert_true(r.fb.ndecisions >= 1);
+	assert_false(r.fb.decision[r.fb.ndecisions - 1].defer);
+	uint32_t before = r.fb.ndecisions;
+	pace(200, 3400, 2500, 1000);
+	for (; it < 1200 && !r.fb.decision[r.fb.ndecisions - 1].defer; it++)
+		step(&r, it);
+	assert_true(r.fb.ndecisions > before);
+	assert_true(r.fb.decision[r.fb.ndecisions - 1].defer);
+	assert_true(r.fb.decision[r.fb.ndecisions - 1].flipped);
+	struct cg_stats a, b;
+	cg_engine_stats(r.e, &a);
+	for (int k = 0; k < 50; k++, it++)
+		step(&r, it);
+	cg_engine_stats(r.e, &b);
+	assert_true(b.ops_replayed - a.ops_replayed > (b.ops - a.ops) / 10 * 8);
+	rig_down(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_period_of_uneven_intervals),
+		cmocka_unit_test(test_losing_graphs_go_eager),
+		cmocka_unit_test(test_winning_graphs_stay),
+		cmocka_unit_test(test_tie_stays_eager),
+		cmocka_unit_test(test_phase_change_noticed),
+		cmocka_unit_test(test_no_wait_loop_windows),
+		cmocka_unit_test(test_waits_for_graphs),
+		cmocka_unit_test(test_engine_host_bound_stays_graphed),
+		cmocka_unit_test(test_engine_exposed_loop_goes_eager),
+		cmocka_unit_test(test_engine_phase_change),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
