@@ -87,6 +87,9 @@ def main():
     ap.add_argument("--model", choices=["mlp", "transformer"], required=True)
     ap.add_argument("--mode", choices=["eager", "graph", "compile", "compile-ro"], default="eager")
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--sync-every", type=int, default=1, metavar="N",
+                    help="read the loss on the host every N steps (loss.item(), the usual logging "
+                         "loop); 0: never inside the loop, all losses are read after it")
     ap.add_argument("--out", required=True, help="file for the per-step losses (rank > 0: .rankN added)")
     ap.add_argument("--ddp", action="store_true", help="DistributedDataParallel, NCCL backend")
     ap.add_argument("--shape-change", metavar="RANK:STEP", default="",
@@ -145,14 +148,18 @@ def main():
             loss = fwd(xs[b, :rows], ys[b, :rows])
             loss.backward()
             opt.step()
-            return loss.item()
+            return loss.detach()
 
     losses, t0 = [], None
     for i in range(args.steps):
         if i == WARMUP_STEPS:
             t0 = time.perf_counter()
-        losses.append(step(i))
+        loss = step(i)
+        if args.sync_every and (i + 1) % args.sync_every == 0:
+            loss = loss.item() if torch.is_tensor(loss) else loss
+        losses.append(loss)
     torch.cuda.synchronize()
+    losses = [v.item() if torch.is_tensor(v) else v for v in losses]
     if t0 is None:
         sys.exit("error: --steps must exceed the %d warmup steps" % WARMUP_STEPS)
     step_ms = (time.perf_counter() - t0) * 1e3 / (args.steps - WARMUP_STEPS)

@@ -8,11 +8,12 @@
 
 struct mb_args {
     int kernels, blocks, iters, warmup, sync_each, use_graph, ptds;
+    int syncs;   /* host syncs inside each iteration, evenly spaced (not with --graph) */
 };
 
 static inline struct mb_args mb_parse(int argc, char **argv)
 {
-    struct mb_args a = { 1000, 16, 100, 5, 0, 0, 0 };
+    struct mb_args a = { 1000, 16, 100, 5, 0, 0, 0, 0 };
     int ok = 1;
     for (int i = 1; i < argc && ok; i++) {
         if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
@@ -29,11 +30,15 @@ static inline struct mb_args mb_parse(int argc, char **argv)
             a.use_graph = 1;
         else if (!strcmp(argv[i], "--ptds"))   /* the per-thread default stream */
             a.ptds = 1;
+        else if (!strcmp(argv[i], "--syncs") && i + 1 < argc)
+            a.syncs = atoi(argv[++i]);
         else
             ok = 0;
     }
-    if (!ok || a.kernels < 1 || a.blocks < 1 || a.iters < 1 || a.warmup < 1) {
-        fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph] [--ptds]\n",
+    if (!ok || a.kernels < 1 || a.blocks < 1 || a.iters < 1 || a.warmup < 1 || a.syncs < 0 ||
+        a.syncs > a.kernels || (a.syncs && a.use_graph)) {
+        fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph] [--ptds]\n"
+                        "          [--syncs S (host syncs inside each iteration; not with --graph)]\n",
                 argv[0]);
         exit(2);
     }

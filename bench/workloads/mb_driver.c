@@ -57,6 +57,8 @@ int main(int argc, char **argv)
             struct hg_args args = {0};
             HG_ARG(&args, p); HG_ARG(&args, a); HG_ARG(&args, b); HG_ARG(&args, n);
             hg_launch(&h, f, (unsigned)blocks, BLOCK, &args);
+            if (opt.syncs && (k + 1) % (kernels / opt.syncs) == 0 && k + 1 < kernels)
+                HG_CHECK(cuStreamSynchronize(s));
         }
         hg_end(&h);
         if (sync_each)

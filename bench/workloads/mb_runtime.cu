@@ -41,6 +41,10 @@ int main(int argc, char **argv)
     const int sync_each = opt.sync_each, use_graph = opt.use_graph;
     int n = blocks * BLOCK;
 
+    if (opt.syncs) {
+        fprintf(stderr, "error: --syncs is a mb-driver option\n");
+        return 2;
+    }
     cudaStream_t s;
     float *p;
     if (opt.ptds)

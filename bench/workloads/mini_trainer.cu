@@ -28,7 +28,8 @@
 #include <nccl.h>
 #endif
 
-enum { B = 64, I = 512, H = 1024, O = 512, SLICE = 8192, THREADS = 256, WS_BYTES = 4 << 20 };
+static int B = 64;  // rows per batch (--batch): 64 is launch-bound, 4096 GPU-bound on an H200
+enum { I = 512, H = 1024, O = 512, SLICE = 8192, THREADS = 256, WS_BYTES = 4 << 20 };
 
 #define CHECK(call) check_rt((call), #call)
 static void check_rt(cudaError_t e, const char *what)
@@ -58,13 +59,13 @@ __device__ static float uniform_pm1(unsigned long long h) { return (float)(h >> 
 
 // Batch `step` (`rows` of at most B): each row has a label and a noisy input with a bump at the
 // label's feature.
-__global__ void gen_batch(float *x, int *labels, int rows, unsigned long long step)
+__global__ void gen_batch(float *x, int *labels, int rows, int batch, unsigned long long step)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= rows * I)
         return;
     int row = i / I, col = i % I;
-    int label = (int)(mix64(step * B + row) % O);
+    int label = (int)(mix64(step * batch + row) % O);
     x[i] = 0.5f * uniform_pm1(mix64((step << 32) ^ (unsigned long long)i ^ 0x5bd1e995ULL)) + (col == label ? 1.0f : 0.0f);
     if (col == 0)
         labels[row] = label;
@@ -325,7 +326,7 @@ static void train_step(model &md, workspace &a, const ranks &rk, const adam_hpar
 {
     const int rows = a.rows;
     const size_t n_params = md.tensors.back().off + md.tensors.back().n;
-    gen_batch<<<blocks_for(rows * I), THREADS, 0, s>>>(a.x, a.labels, rows, step * rk.world + rk.rank);
+    gen_batch<<<blocks_for(rows * I), THREADS, 0, s>>>(a.x, a.labels, rows, B, step * rk.world + rk.rank);
     if (hg)
         hg->batch_node = wl_last_captured(s);
     gemm_run(a.fwd1, a.hpre, a.x, md.w1, s);
@@ -357,7 +358,7 @@ static void train_step(model &md, workspace &a, const ranks &rk, const adam_hpar
 // Replay preparation: patch the captured step's per-step nodes with this step's values.
 static void patch_step(model &md, workspace &a, const adam_hparams &hp, unsigned long long step, hand_graph &hg)
 {
-    void *batch_args[] = {&a.x, &a.labels, &a.rows, &step};
+    void *batch_args[] = {&a.x, &a.labels, &a.rows, &B, &step};
     set_node(hg.exec, hg.batch_node, (void *)gen_batch, blocks_for(B * I), batch_args);
     float bc1 = 1.0f - powf(hp.beta1, (float)step), bc2 = 1.0f - powf(hp.beta2, (float)step);
     adam_hparams h = hp;
@@ -456,13 +457,15 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--graph"))
             use_graph = true;
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc && (B = atoi(argv[++i])) >= 2)
+            ;
         else if (!strcmp(argv[i], "--nccl-id-file") && i + 1 < argc)
             id_file = argv[++i];
         else if (!strcmp(argv[i], "--shape-change") && i + 1 < argc &&
                  sscanf(argv[++i], "%d:%d", &change_rank, &change_step) == 2)
             ;
         else {
-            fprintf(stderr, "usage: %s [--steps N] [--warmup N] [--graph] [--nccl-id-file F] [--shape-change RANK:STEP]\n",
+            fprintf(stderr, "usage: %s [--steps N] [--warmup N] [--batch ROWS] [--graph] [--nccl-id-file F] [--shape-change RANK:STEP]\n",
                     argv[0]);
             return 2;
         }
