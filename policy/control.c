@@ -8,15 +8,18 @@
 #include "policy/control.h"
 
 #define CG_CONTROL_NOPERIOD 16         /* intervals per epoch while no period is known */
-#define CG_CONTROL_MIN_INTERVALS 4     /* an epoch holds at least this many intervals ... */
-#define CG_CONTROL_MIN_EPOCH_NS 2000000u  /* ... and lasts at least this long, */
+/* An epoch lasts at least this long (a C loop's epoch can be one iteration: the eager epochs
+ * of a probe are what probing costs where graphs win), */
+#define CG_CONTROL_MIN_EPOCH_NS 3000000u
 #define CG_CONTROL_MAX_PERIODS 64      /* but no more than this many periods */
 #define CG_CONTROL_PERIOD_CHECK 6      /* intervals a period must have repeated over */
 /* Deferral must be faster than eager by this share to stay on: where the two cannot be told
  * apart, eager is what the program asked for. */
 #define CG_CONTROL_MARGIN 0.01
-/* A mode faster in every sample by this factor wins after two samples of each. */
-#define CG_CONTROL_CLEAR 0.8
+/* Graphs faster in every sample by this factor win after two graphed epochs and one eager;
+ * eager faster by CG_CONTROL_CLEAR_EAGER wins after two of each. */
+#define CG_CONTROL_CLEAR 0.67
+#define CG_CONTROL_CLEAR_EAGER 0.8
 /* Medians closer than this share need the full CG_CONTROL_SAMPLES of each mode. */
 #define CG_CONTROL_CLOSE 0.03
 #define CG_CONTROL_HOLD_FIRST 16       /* epochs a decision holds at first, */
@@ -70,8 +73,7 @@ static bool epoch_complete(const struct cg_control *c, uint64_t end_ns)
 	if (c->epoch_intervals % p)
 		return false;
 	return c->epoch_intervals >= CG_CONTROL_MAX_PERIODS * p ||
-	       (c->epoch_intervals >= CG_CONTROL_MIN_INTERVALS &&
-	        end_ns - c->epoch_ns >= CG_CONTROL_MIN_EPOCH_NS);
+	       end_ns - c->epoch_ns >= CG_CONTROL_MIN_EPOCH_NS;
 }
 
 static double median(const double *v, uint32_t n)
@@ -114,14 +116,14 @@ static bool probe_done(const struct cg_control *c, bool *defer, bool *clear)
 {
 	const double *e = c->sample[0], *g = c->sample[1];
 	uint32_t ne = c->nsample[0], ng = c->nsample[1];
-	if (ne < 2 || ng < 2)
+	if (ne < 1 || ng < 2)
 		return false;
 	*clear = true;
 	if (extreme(g, ng, true) < CG_CONTROL_CLEAR * extreme(e, ne, false)) {
 		*defer = true;
 		return true;
 	}
-	if (extreme(e, ne, true) < CG_CONTROL_CLEAR * extreme(g, ng, false)) {
+	if (ne >= 2 && extreme(e, ne, true) < CG_CONTROL_CLEAR_EAGER * extreme(g, ng, false)) {
 		*defer = false;
 		return true;
 	}
@@ -168,8 +170,10 @@ static bool epoch_end(struct cg_control *c, double per_op, bool graphed,
 	case CG_CTL_WAIT:
 		if (!graphed)
 			return false;
-		/* This epoch was partly learning: it is not a sample. */
+		/* A whole epoch with graphs settled: the probe starts with it as its first graphed
+		 * sample (graphed first: where graphs win big, the eager epochs are the cost). */
 		start_probe(c);
+		add_sample(c, per_op);
 		break;
 	case CG_CTL_HOLD:
 		if (--c->hold)
@@ -196,6 +200,7 @@ bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool 
 {
 	if (!c->epoch_ns) {
 		c->epoch_ns = end;  /* the first interval only marks where measuring starts */
+		c->epoch_graphed = true;
 		return false;
 	}
 	if (waited) {
@@ -205,13 +210,16 @@ bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool 
 	}
 	note_interval(c, ops);
 	c->epoch_ops += ops;
+	c->epoch_graphed &= graphed;
 	c->epoch_intervals++;
 	if (!epoch_complete(c, end))
 		return false;
 	double per_op = (double)(end - c->epoch_ns) / (double)(c->epoch_ops ? c->epoch_ops : 1);
+	bool settled = c->epoch_graphed;
 	c->epoch_len = c->epoch_intervals;
 	c->epoch_ns = end;
 	c->epoch_ops = 0;
 	c->epoch_intervals = 0;
-	return epoch_end(c, per_op, graphed, out);
+	c->epoch_graphed = true;
+	return epoch_end(c, per_op, settled, out);
 }

@@ -15,7 +15,7 @@
  * between waits, while they wait: a window must not cut a loop that does). */
 #define CG_CONTROL_WINDOW 256
 #define CG_CONTROL_RING 64      /* interval lengths kept for finding the loop's period */
-#define CG_CONTROL_SAMPLES 5    /* epochs of each mode compared at most, per probe */
+#define CG_CONTROL_SAMPLES 7    /* epochs of each mode compared at most, per probe */
 
 /* What one probe concluded. Times are the program's wall time per op over whole epochs
  * (whole loop periods, from just after one wait for the GPU to the same point later). */
@@ -43,6 +43,7 @@ struct cg_control {
 	uint64_t epoch_ns, epoch_ops;
 	uint32_t epoch_intervals;
 	uint32_t epoch_len;         /* intervals in the last complete epoch */
+	bool epoch_graphed;         /* every interval of this epoch ran with graphs in use */
 	/* The loop's period in intervals, found in the lengths (ops) of the latest intervals. */
 	uint32_t ring[CG_CONTROL_RING];
 	uint64_t nring;
@@ -69,8 +70,10 @@ void cg_control_summarize(const struct cg_control *c, struct cg_control_summary 
 /* An interval of `ops` ops ended at `end_ns`: `waited`, at the last of one or more waits for
  * the GPU (a sync, a copy to the host; the caller closes it at the next op, so that a wait
  * counts in the epoch whose work it waits for), else after c->window ops without a wait.
- * `graphed`: graphs have been launched, so deferring can make a difference. Returns true when
- * a probe just ended, with its outcome in *out; c->defer says the mode from now on. */
+ * `graphed`: graphs are in use and settled (launched, none being timed for the cost gate), so
+ * deferring makes its difference; probing starts after a whole epoch of such intervals.
+ * Returns true when a probe just ended, with its outcome in *out; c->defer says the mode from
+ * now on. */
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end_ns, bool waited,
                          bool graphed, struct cg_control_decision *out);
 

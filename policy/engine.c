@@ -36,6 +36,8 @@ struct cg_engine {
 	bool ctl_defer;          /* atomic: ctl.defer */
 	bool ctl_probing;        /* atomic: ctl.phase == CG_CTL_PROBE */
 	bool launched;           /* atomic: a graph has been launched */
+	uint64_t timed;          /* atomic: runs timed for the cost gate so far */
+	uint64_t ctl_timed;      /* `timed` when the controller last looked */
 };
 
 struct cg_stream {
@@ -432,6 +434,7 @@ static bool eager_sample(struct cg_stream *s, struct cg_chunk *t)
 		return false;
 	run_deferred(s);
 	e->be->time_end(e->be_ctx, s->be_stream, true);
+	__atomic_fetch_add(&s->e->timed, 1, __ATOMIC_RELAXED);
 	t->timed_eager++;
 	t->last_used = ++s->tick;
 	fallback(s, CG_R_COST_SAMPLE, t->n, false, (struct cg_event){ 0 });
@@ -476,6 +479,7 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 		r = CG_R_LAUNCH_FAILED;
 	if (timed) {
 		e->be->time_end(e->be_ctx, s->be_stream, !r);
+		__atomic_fetch_add(&s->e->timed, 1, __ATOMIC_RELAXED);
 		t->timed_graph += !r;
 	}
 	ST(s, patches, patched);
@@ -624,8 +628,12 @@ static void control_op(struct cg_stream *s)
 	n = __atomic_exchange_n(&e->ctl_ops, wait ? 1 : 0, __ATOMIC_RELAXED);
 	if (wait || n >= e->ctl.window) {  /* else another thread's op closed it meanwhile */
 		uint64_t end = wait ? wait : e->now_ns();
-		decided = cg_control_interval(&e->ctl, wait ? n - 1 : n, end, wait != 0,
-		                              __atomic_load_n(&e->launched, __ATOMIC_RELAXED), &d);
+		/* Graphs settled: in use, and none timed for the cost gate in this interval (a timed
+		 * sample runs a chunk eagerly, with events, while its mode says graphs). */
+		uint64_t timed = __atomic_load_n(&e->timed, __ATOMIC_RELAXED);
+		bool settled = __atomic_load_n(&e->launched, __ATOMIC_RELAXED) && timed == e->ctl_timed;
+		e->ctl_timed = timed;
+		decided = cg_control_interval(&e->ctl, wait ? n - 1 : n, end, wait != 0, settled, &d);
 		__atomic_store_n(&e->ctl_window, e->ctl.window, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->ctl_probing, e->ctl.phase == CG_CTL_PROBE, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->ctl_defer, e->ctl.defer, __ATOMIC_RELAXED);
