@@ -32,16 +32,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* CUGRAFT_DISABLE is read before anything else so that a disabled shim never even loads the
- * driver itself; the full option table (with its warnings) is parsed at start-up. */
-__attribute__((constructor)) static void early(void)
-{
-	const char *d = getenv("CUGRAFT_DISABLE");
-	bool off = false;
-	if (d && cg_parse_bool(d, &off) == 0 && off)
-		atomic_store(&cg_shim.disabled, true);
-}
-
 /* --- the background flusher: deferred work never waits longer than CUGRAFT_MAX_DEFER_US ---- */
 static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
@@ -106,15 +96,31 @@ static void start_flusher(void)
 /* A child of fork() cannot use the parent's CUDA state, and another thread may have held one
  * of our locks at the fork: the child's shim becomes a pure pass-through, and its exit neither
  * submits the parent's deferred work nor destroys the parent's graphs nor writes a summary
- * into the parent's report (the copies it inherited are not its own). */
+ * into the parent's report (the copies it inherited are not its own). A parent that never
+ * reached the driver leaves its child free to start its own shim. */
 static bool forked_child;
 
 static void fork_child(void)
 {
+	if (!cg_driver_after_fork())
+		return;
 	forked_child = true;
 	atomic_store(&cg_shim.disabled, true);
 	atomic_store(&cg_shim.exiting, true);
 	atomic_store(&cg_shim.driver_gone, true);
+}
+
+/* CUGRAFT_DISABLE is read before anything else so that a disabled shim never even loads the
+ * driver itself; the full option table (with its warnings) is parsed at start-up. The fork
+ * handler is in place before any thread can be starting the shim (a fork then must not leave
+ * the child waiting for a start-up whose thread it does not have). */
+__attribute__((constructor)) static void early(void)
+{
+	const char *d = getenv("CUGRAFT_DISABLE");
+	bool off = false;
+	if (d && cg_parse_bool(d, &off) == 0 && off)
+		atomic_store(&cg_shim.disabled, true);
+	pthread_atfork(NULL, NULL, fork_child);
 }
 
 static void on_exit_handler(void)
@@ -150,7 +156,6 @@ void cg_shim_start(void)
 		cg_audit_start();
 	if (cg_shim.engine && !cg_shim.record_only)
 		start_flusher();
-	pthread_atfork(NULL, NULL, fork_child);
 	atexit(on_exit_handler);
 	cg_log(CG_LOG_INFO, "active (warmup %u, chunk %u, max defer %u us%s)", cfg.warmup,
 	       cfg.chunk_max, cg_shim.max_defer_us, cfg.record_only ? ", recording only" : "");

@@ -41,8 +41,10 @@ static inline bool cg_shim_passthrough(void)
 	return cg_tl_internal > 0 || atomic_load_explicit(&cg_shim.disabled, memory_order_relaxed);
 }
 
+/* True on the thread that is starting the shim (driver load, then cg_shim_start). */
 bool cg_shim_in_init(void);
-/* Called once the driver is loaded: options, engine, flusher thread, report. */
+/* Called once the driver is loaded: options, engine, flusher thread, report. The shim counts as
+ * ready (cg_driver_ready) only after it returns. */
 void cg_shim_start(void);
 /* Exit work, once: flush, destroy graphs, write the summary. */
 void cg_shim_exit(void);

@@ -305,6 +305,30 @@ oom-*) # libfaultalloc.so fails libcugraft.so's FAULTALLOC_N-th allocation (FAUL
   grep -q '"event":"summary"' "$tmp/s.jsonl" || fail "no summary in the report"
   cat "$tmp/s.jsonl" "$tmp/s.err" | grep -q "$EXPECT" || fail "neither report nor stderr has $EXPECT"
   ;;
+slow-start) # start-up made slow (tests/faultalloc: the policy engine's allocation waits 500 ms)
+            # while 8 threads and an observer make their first calls: they wait until the shim is
+            # built, so no stream runs eagerly for want of an engine ("no_memory"), every launch
+            # is seen, and the result is exact
+  eager e "$progs/threads"
+  FAULTALLOC_N=1 FAULTALLOC_DELAY_MS=500 lib=$lib:$FAULTALLOC_LIB shim s "$progs/threads"
+  same_result e s; same_work e s
+  [ "$(summary "$tmp/s.jsonl" fallbacks.no_memory)" = 0 ] ||
+    fail "$(summary "$tmp/s.jsonl" fallbacks.no_memory) ops ran eagerly as no_memory"
+  [ "$(summary "$tmp/s.jsonl" launches)" = "$(field launches "$tmp/e.out")" ] ||
+    fail "shim saw $(summary "$tmp/s.jsonl" launches) launches, the program made $(field launches "$tmp/e.out")"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  ;;
+fork-start) # main forks again and again while another thread starts the shim, made slow in its
+            # driver load (dlopen of libcuda) and then in building the engine (tests/faultalloc):
+            # each child makes a driver call and must end (the program gives it 10 s)
+  eager e "$progs/lifecycle" --mode fork-start
+  for slow in FAULTALLOC_DLOPEN_DELAY_MS=300 'FAULTALLOC_N=1 FAULTALLOC_DELAY_MS=300'; do
+    (export $slow; lib=$lib:$FAULTALLOC_LIB shim s "$progs/lifecycle" --mode fork-start)
+    same_result e s
+    during=$(awk '$1 == "forked" { print $4 }' "$tmp/s.out")
+    [ "${during:-0}" -gt 0 ] || fail "$slow: no child was forked during the start-up"
+  done
+  ;;
 nccl|nccl-group|nccl-dlsym) # collectives are boundaries; NCCL's own launches pass through uncounted
   export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH
   mode=; [ "$case_name" = nccl ] || mode=--${case_name#nccl-}
