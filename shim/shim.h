@@ -17,6 +17,7 @@ struct cg_shim {
 	atomic_bool driver_gone;   /* after exit work: never call the driver again */
 	atomic_int captures;       /* program stream captures in progress */
 	atomic_bool flusher_idle;  /* the flusher sleeps until woken (nothing was pending) */
+	_Atomic uint64_t flusher_wakeups; /* rounds of the flusher (the report's summary) */
 	bool flusher_running;
 	struct cg_engine *engine;
 	uint32_t max_defer_us;

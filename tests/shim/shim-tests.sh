@@ -305,6 +305,19 @@ oom-*) # libfaultalloc.so fails libcugraft.so's FAULTALLOC_N-th allocation (FAUL
   grep -q '"event":"summary"' "$tmp/s.jsonl" || fail "no summary in the report"
   cat "$tmp/s.jsonl" "$tmp/s.err" | grep -q "$EXPECT" || fail "neither report nor stderr has $EXPECT"
   ;;
+flusher-idle) # the flusher sleeps while nothing is deferred: lifecycle --mode idle (10 rounds of
+              # launches and a sync, then 0.5 s with no driver call) wakes it at most 6 times a
+              # round (the round's deferral, its deadline, 4 quiet polls), also with deferral
+              # bounds of 4 s and more (whose sleeps once all failed at once: a spinning core)
+  eager e "$progs/lifecycle" --mode idle
+  for d in 2000 4000000 10000000; do
+    rm -f "$tmp/s.jsonl"
+    CUGRAFT_MAX_DEFER_US=$d shim s "$progs/lifecycle" --mode idle
+    same_result e s; same_work e s
+    w=$(summary "$tmp/s.jsonl" flusher_wakeups)
+    [ "$w" -gt 0 ] && [ "$w" -le 60 ] || fail "CUGRAFT_MAX_DEFER_US=$d: the flusher woke $w times"
+  done
+  ;;
 slow-start) # start-up made slow (tests/faultalloc: the policy engine's allocation waits 500 ms)
             # while 8 threads and an observer make their first calls: they wait until the shim is
             # built, so no stream runs eagerly for want of an engine ("no_memory"), every launch
