@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
 
 #include "driver.h"
