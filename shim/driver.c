@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
 
 #include "driver.h"
@@ -101,11 +100,17 @@ static void *map_put_locked(void *key, void *val)
 	return NULL;
 }
 
-/* --- loading ------------------------------------------------------------------------------- */
+/* --- loading and start-up ----------------------------------------------------------------- */
 static void *libcuda;
 static const void *libcuda_base;
-static atomic_int init_state; /* 0 not started, 1 running, 2 done, 3 failed */
-static _Thread_local bool in_init;
+/* 0 not started, 1 starting (driver load, then cg_shim_start), 2 ready, 3 no driver. Ready is
+ * published (release) only once the shim is built: a thread that sees it (acquire) sees the
+ * engine, options, report and flusher; threads arriving meanwhile wait on start_cond. */
+static atomic_int init_state;
+static _Thread_local bool in_init; /* this thread is starting: its own driver calls pass through */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
+static bool load_only; /* a fork() child of a process that was starting: pass-through, no shim */
 
 static void driver_load(void)
 {
@@ -137,14 +142,35 @@ void cg_driver_init(void)
 	if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
 		in_init = true;
 		driver_load();
-		in_init = false;
-		atomic_store_explicit(&init_state, libcuda ? 2 : 3, memory_order_release);
-		if (libcuda)
+		if (libcuda && !load_only)
 			cg_shim_start();
+		in_init = false;
+		pthread_mutex_lock(&start_lock);
+		atomic_store_explicit(&init_state, libcuda ? 2 : 3, memory_order_release);
+		pthread_cond_broadcast(&start_cond);
+		pthread_mutex_unlock(&start_lock);
 		return;
 	}
+	/* Not a spin: start-up may take a while (CUPTI for the audit, a slow file system). */
+	pthread_mutex_lock(&start_lock);
 	while (atomic_load_explicit(&init_state, memory_order_acquire) == 1)
-		sched_yield();
+		pthread_cond_wait(&start_cond, &start_lock);
+	pthread_mutex_unlock(&start_lock);
+}
+
+bool cg_driver_after_fork(void)
+{
+	/* Only the forking thread lives on: locks other threads held are free again, and a start-up
+	 * in progress (its thread is gone) is started over as a plain driver load. */
+	start_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	start_cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	map_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	int state = atomic_load(&init_state);
+	if (state == 1) {
+		load_only = true;
+		atomic_store(&init_state, 0);
+	}
+	return state != 0;
 }
 
 bool cg_shim_in_init(void)

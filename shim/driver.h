@@ -46,9 +46,15 @@ extern _Atomic uint64_t cg_entry_calls[CG_E_COUNT];
 /* The real pointer of a list entry, typed after its cuda.h prototype. */
 #define CG_REAL(name) ((__typeof__(&name))cg_real[CG_E_##name])
 
-/* Loads (or finds) libcuda and fills cg_real. Safe to call from any hook, any thread, often. */
+/* Loads (or finds) libcuda, fills cg_real and starts the shim (cg_shim_start) once. Safe to call
+ * from any hook, any thread, often: while one thread starts, the others wait until the shim is
+ * ready (that thread's own calls meanwhile return at once and pass through). */
 void cg_driver_init(void);
+/* The shim is built and may be used (also when disabled; false while starting and with no driver). */
 bool cg_driver_ready(void);
+/* In a fork() child (atfork handler): makes the driver state usable by the one thread there.
+ * Returns whether the parent had begun start-up (its shim state is then not the child's). */
+bool cg_driver_after_fork(void);
 /* The real dlsym (dlvsym GLIBC_2.34, then GLIBC_2.2.5); resolved on first use. */
 void *cg_real_dlsym(void *handle, const char *name);
 /* What a caller asking for the driver function at `real` gets: the raw pointer for pure entries,

@@ -299,6 +299,8 @@ void cg_events_summary(void)
 	cg_json_uint(&j, "graphs_built", st.graphs_built);
 	cg_json_uint(&j, "chunks_learned", st.chunks_learned);
 	cg_json_uint(&j, "chunks_disabled", st.chunks_disabled);
+	/* a flusher that keeps waking while the program is idle costs a core for nothing */
+	cg_json_uint(&j, "flusher_wakeups", atomic_load(&cg_shim.flusher_wakeups));
 	struct cg_engine_config costs;
 	cg_engine_config_default(&costs);
 	double saved = (double)st.ops_replayed * costs.launch_host_us -

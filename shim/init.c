@@ -2,6 +2,7 @@
  * reaches the driver (driver.c calls cg_shim_start), so processes that never use CUDA —
  * compiler workers, data-loader workers that inherit LD_PRELOAD — print and write nothing. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -12,7 +13,6 @@
 #include "audit.h"
 #include "backend.h"
 #include "checks.h"
-#include "deadline.h"
 #include "driver.h"
 #include "events.h"
 #include "log.h"
@@ -32,48 +32,76 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* CUGRAFT_DISABLE is read before anything else so that a disabled shim never even loads the
- * driver itself; the full option table (with its warnings) is parsed at start-up. */
-__attribute__((constructor)) static void early(void)
+/* --- the background flusher: deferred work never waits longer than CUGRAFT_MAX_DEFER_US ---- */
+/* It sleeps until the oldest deferred work reaches that age (absolute CLOCK_MONOTONIC times, so
+ * any bound the option allows works), watches through one more bound of quiet (a program's next
+ * deferral then needs no wake-up call), and then sleeps until work is deferred again: a stream
+ * that becomes pending wakes it (cg_shim_wake_flusher). Only GPU timing samples still in flight
+ * keep it polling while idle, less and less often. */
+#define QUIET_POLLS 4
+#define TIMING_POLL_MAX_NS 100000000ull
+
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cond; /* on CLOCK_MONOTONIC: set up by start_flusher */
+
+static struct timespec timespec_of(uint64_t ns)
 {
-	const char *d = getenv("CUGRAFT_DISABLE");
-	bool off = false;
-	if (d && cg_parse_bool(d, &off) == 0 && off)
-		atomic_store(&cg_shim.disabled, true);
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
+	                          .tv_nsec = (long)(ns % 1000000000ull) };
 }
 
-/* --- the background flusher: deferred work never waits longer than CUGRAFT_MAX_DEFER_US ---- */
-static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+static void sleep_until(uint64_t ns)
+{
+	struct timespec t = timespec_of(ns);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
+		;
+}
+
+/* Nothing is deferred: sleep until something is, or until `until` (0: no limit). */
+static void idle_wait(uint64_t until)
+{
+	pthread_mutex_lock(&idle_lock);
+	atomic_store(&cg_shim.flusher_idle, true);
+	if (!cg_any_pending()) {
+		struct timespec t = timespec_of(until);
+		if (until)
+			pthread_cond_timedwait(&idle_cond, &idle_lock, &t);
+		else
+			pthread_cond_wait(&idle_cond, &idle_lock);
+	}
+	atomic_store(&cg_shim.flusher_idle, false);
+	pthread_mutex_unlock(&idle_lock);
+}
 
 static void *flusher(void *arg)
 {
 	prctl(PR_SET_NAME, "cugraft-flush");
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* the default 50 us slack would double our budget */
-	uint64_t max_ns = (uint64_t)cg_shim.max_defer_us * 1000;
-	struct timespec period = { 0, (long)(max_ns / 4 > 5000 ? max_ns / 4 : 5000) };
-	unsigned idle = 0;
+	const uint64_t max_ns = (uint64_t)cg_shim.max_defer_us * 1000;
+	/* how soon to look again at work past its age that is still deferred (its context could
+	 * not be made current here), and between quiet polls */
+	const uint64_t retry_ns = max_ns / 4 > 5000 ? max_ns / 4 : 5000;
+	uint64_t timing_ns = retry_ns;
+	unsigned quiet = 0;
 	while (!atomic_load(&cg_shim.exiting)) {
+		atomic_fetch_add_explicit(&cg_shim.flusher_wakeups, 1, memory_order_relaxed);
 		cg_stream_read_timing();
 		cg_stream_reap();
-		if (cg_any_pending()) {
-			idle = 0;
-			cg_flush_older_than(now_ns(), max_ns);
-			nanosleep(&period, NULL);
-			continue;
+		uint64_t now = now_ns();
+		uint64_t next = cg_flush_older_than(now, max_ns, retry_ns);
+		if (next) {
+			quiet = 0;
+			timing_ns = retry_ns;
+			sleep_until(next);
+		} else if (quiet < QUIET_POLLS) {
+			quiet++;
+			sleep_until(now + retry_ns);
+		} else if (cg_backend_timing_due()) {
+			idle_wait(now + timing_ns);
+			timing_ns = timing_ns < TIMING_POLL_MAX_NS / 2 ? timing_ns * 2 : TIMING_POLL_MAX_NS;
+		} else {
+			idle_wait(0);
 		}
-		if (++idle < 2000) { /* keep polling through short gaps between chunks */
-			nanosleep(&period, NULL);
-			continue;
-		}
-		struct timespec until = cg_deadline_ms(10);
-		pthread_mutex_lock(&idle_lock);
-		atomic_store(&cg_shim.flusher_idle, true);
-		if (!cg_any_pending())
-			pthread_cond_timedwait(&idle_cond, &idle_lock, &until);
-		atomic_store(&cg_shim.flusher_idle, false);
-		pthread_mutex_unlock(&idle_lock);
-		idle = 0;
 	}
 	return NULL;
 }
@@ -95,6 +123,11 @@ static void start_flusher(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&idle_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	if (pthread_create(&t, &attr, flusher, NULL) != 0)
 		cg_log(CG_LOG_WARN, "cannot start the flusher thread: deferral is off");
 	else
@@ -106,15 +139,31 @@ static void start_flusher(void)
 /* A child of fork() cannot use the parent's CUDA state, and another thread may have held one
  * of our locks at the fork: the child's shim becomes a pure pass-through, and its exit neither
  * submits the parent's deferred work nor destroys the parent's graphs nor writes a summary
- * into the parent's report (the copies it inherited are not its own). */
+ * into the parent's report (the copies it inherited are not its own). A parent that never
+ * reached the driver leaves its child free to start its own shim. */
 static bool forked_child;
 
 static void fork_child(void)
 {
+	if (!cg_driver_after_fork())
+		return;
 	forked_child = true;
 	atomic_store(&cg_shim.disabled, true);
 	atomic_store(&cg_shim.exiting, true);
 	atomic_store(&cg_shim.driver_gone, true);
+}
+
+/* CUGRAFT_DISABLE is read before anything else so that a disabled shim never even loads the
+ * driver itself; the full option table (with its warnings) is parsed at start-up. The fork
+ * handler is in place before any thread can be starting the shim (a fork then must not leave
+ * the child waiting for a start-up whose thread it does not have). */
+__attribute__((constructor)) static void early(void)
+{
+	const char *d = getenv("CUGRAFT_DISABLE");
+	bool off = false;
+	if (d && cg_parse_bool(d, &off) == 0 && off)
+		atomic_store(&cg_shim.disabled, true);
+	pthread_atfork(NULL, NULL, fork_child);
 }
 
 static void on_exit_handler(void)
@@ -151,7 +200,6 @@ void cg_shim_start(void)
 		cg_audit_start();
 	if (cg_shim.engine && !cg_shim.record_only)
 		start_flusher();
-	pthread_atfork(NULL, NULL, fork_child);
 	atexit(on_exit_handler);
 	cg_log(CG_LOG_INFO, "active (warmup %u, chunk %u, max defer %u us%s)", cfg.warmup,
 	       cfg.chunk_max, cg_shim.max_defer_us, cfg.record_only ? ", recording only" : "");

@@ -17,6 +17,7 @@ struct cg_shim {
 	atomic_bool driver_gone;   /* after exit work: never call the driver again */
 	atomic_int captures;       /* program stream captures in progress */
 	atomic_bool flusher_idle;  /* the flusher sleeps until woken (nothing was pending) */
+	_Atomic uint64_t flusher_wakeups; /* rounds of the flusher (the report's summary) */
 	bool flusher_running;
 	struct cg_engine *engine;
 	uint32_t max_defer_us;
@@ -41,8 +42,10 @@ static inline bool cg_shim_passthrough(void)
 	return cg_tl_internal > 0 || atomic_load_explicit(&cg_shim.disabled, memory_order_relaxed);
 }
 
+/* True on the thread that is starting the shim (driver load, then cg_shim_start). */
 bool cg_shim_in_init(void);
-/* Called once the driver is loaded: options, engine, flusher thread, report. */
+/* Called once the driver is loaded: options, engine, flusher thread, report. The shim counts as
+ * ready (cg_driver_ready) only after it returns. */
 void cg_shim_start(void);
 /* Exit work, once: flush, destroy graphs, write the summary. */
 void cg_shim_exit(void);

@@ -62,6 +62,8 @@ static void thread_gone(void *unused)
 		atomic_fetch_add(&orphans, 1);
 	}
 	pthread_mutex_unlock(&registry);
+	if (atomic_load(&orphans) > 0 && atomic_load(&cg_shim.flusher_idle))
+		cg_shim_wake_flusher(); /* to retire them */
 }
 
 static void make_exit_key(void)
@@ -200,15 +202,16 @@ void cg_stream_sync_pending(struct cg_sstate *s)
 		atomic_fetch_add(&legacy_pending, d);
 	else if (s->blocking)
 		atomic_fetch_add(&blocking_pending, d);
-	if (atomic_fetch_add(&any_pending, d) == 0 && p &&
-	    atomic_load_explicit(&cg_shim.flusher_idle, memory_order_relaxed))
+	/* Sequentially consistent, as the flusher's store of flusher_idle and its load of
+	 * any_pending: one of the two sides sees the other, so no wake-up is lost. */
+	if (atomic_fetch_add(&any_pending, d) == 0 && p && atomic_load(&cg_shim.flusher_idle))
 		cg_shim_wake_flusher();
 }
 
 /* Flush every live stream matching `pick`, one lock at a time, each with its context current.
  * A stream whose context this thread cannot make current keeps its work pending (for a later
  * flush, or the program's own thread): submitted elsewhere it would be lost. */
-static void flush_where(bool (*pick)(struct cg_sstate *, const void *), const void *arg,
+static void flush_where(bool (*pick)(struct cg_sstate *, void *), void *arg,
                         enum cg_reason why, bool cut)
 {
 	pthread_mutex_lock(&registry);
@@ -230,22 +233,22 @@ static void flush_where(bool (*pick)(struct cg_sstate *, const void *), const vo
 	pthread_mutex_unlock(&registry);
 }
 
-static bool pick_pending(struct cg_sstate *s, const void *arg)
+static bool pick_pending(struct cg_sstate *s, void *arg)
 {
 	return atomic_load_explicit(&s->pending, memory_order_acquire);
 }
 
-static bool pick_blocking_other(struct cg_sstate *s, const void *self)
+static bool pick_blocking_other(struct cg_sstate *s, void *self)
 {
 	return s != self && !s->legacy && s->blocking && atomic_load(&s->pending);
 }
 
-static bool pick_legacy_other(struct cg_sstate *s, const void *self)
+static bool pick_legacy_other(struct cg_sstate *s, void *self)
 {
 	return s != self && s->legacy && atomic_load(&s->pending);
 }
 
-static bool pick_all(struct cg_sstate *s, const void *arg)
+static bool pick_all(struct cg_sstate *s, void *arg)
 {
 	return true;
 }
@@ -315,23 +318,36 @@ void cg_flush_all(enum cg_reason why)
 	flush_where(pick_pending, NULL, why, true);
 }
 
-struct age { uint64_t now, max; };
+/* The flusher's scan: streams whose work reached max age are flushed; for the others, when. */
+struct age { uint64_t now, max, next; bool again; };
 
-static bool pick_old(struct cg_sstate *s, const void *arg)
+static bool pick_old(struct cg_sstate *s, void *arg)
 {
-	const struct age *a = arg;
+	struct age *a = arg;
 	if (!atomic_load_explicit(&s->pending, memory_order_acquire))
 		return false;
 	uint64_t since = cg_stream_pending_since(s->eng);
-	return since && a->now >= since && a->now - since >= a->max;
+	if (!since || (a->now >= since && a->now - since >= a->max)) {
+		a->again = true; /* its flush may fail (context), or its age is unknown */
+		return since != 0;
+	}
+	if (since + a->max < a->next)
+		a->next = since + a->max;
+	return false;
 }
 
-void cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns)
+uint64_t cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns, uint64_t retry_ns)
 {
 	if (!cg_any_pending())
-		return;
-	struct age a = { now_ns, max_age_ns };
+		return 0;
+	struct age a = { now_ns, max_age_ns, UINT64_MAX, false };
 	flush_where(pick_old, &a, CG_R_TIMEOUT, false);
+	if (!cg_any_pending())
+		return 0;
+	/* Work still deferred that was not seen young (deferred since the scan, or flushed in vain). */
+	if ((a.again || a.next == UINT64_MAX) && now_ns + retry_ns < a.next)
+		return now_ns + retry_ns;
+	return a.next;
 }
 
 /* The flusher: cost-gate samples of streams the program no longer flushes or syncs. A busy

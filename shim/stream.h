@@ -57,8 +57,10 @@ void cg_boundary_all(enum cg_reason why);
 /* Submit all pending work everywhere, and cut the learned chunks there (the call recurs with the
  * program's loop): unclassified entry points, attribute changes. Fast when nothing is pending. */
 void cg_flush_all(enum cg_reason why);
-/* Flush pending work older than max_age_ns (the background flusher). */
-void cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns);
+/* The background flusher: flush pending work older than max_age_ns. Returns when to look again
+ * (CLOCK_MONOTONIC ns): when the oldest work still deferred reaches that age, or retry_ns from
+ * now for work whose age is unknown or whose flush failed; 0 when nothing is deferred. */
+uint64_t cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns, uint64_t retry_ns);
 bool cg_any_pending(void);
 /* Read the cost-gate timing samples that completed, on every stream (the flusher). */
 void cg_stream_read_timing(void);

@@ -138,6 +138,7 @@ static ncclResult_t comm_new(struct ncclComm **out, int nranks, int rank)
 	ncclResult_t r = fn_driver_ready();
 	if (r != ncclSuccess)
 		return r;
+	fn_read_settings();
 	if (!(*out = calloc(1, sizeof(**out))))
 		return ncclSystemError;
 	(*out)->rank = rank;

@@ -393,9 +393,25 @@ const char *ncclGetErrorString(ncclResult_t result)
 	}
 }
 
+/* NCCL_GRAPH_REGISTER as the first communicator's creation saw it ("unset" when it was). */
+static char graph_register[32];
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+static void read_settings(void)
+{
+	const char *v = getenv("NCCL_GRAPH_REGISTER");
+	snprintf(graph_register, sizeof(graph_register), "%s", v ? v : "unset");
+}
+
+void fn_read_settings(void)
+{
+	pthread_once(&settings_once, read_settings);
+}
+
 /* FAKENCCL_STATS=path (%r: the process's rank): counters written at exit, `name value` a line:
- * internal_launches (kernels NCCL launched), calls (collective calls), and per collective
- * kind the executions that completed. */
+ * internal_launches (kernels NCCL launched), calls (collective calls), per collective kind the
+ * executions that completed, and graph_register (NCCL_GRAPH_REGISTER as read; "none" without
+ * a communicator). */
 __attribute__((destructor)) static void write_stats(void)
 {
 	const char *tmpl = getenv("FAKENCCL_STATS");
@@ -419,5 +435,6 @@ __attribute__((destructor)) static void write_stats(void)
 	        atomic_load(&stat_calls));
 	for (int k = 0; k < FN_SPLIT; k++)
 		fprintf(f, "%s %llu\n", kind_name[k], atomic_load(&stat_run[k]));
+	fprintf(f, "graph_register %s\n", graph_register[0] ? graph_register : "none");
 	fclose(f);
 }

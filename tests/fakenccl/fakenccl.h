@@ -52,6 +52,8 @@ ncclResult_t fn_fail(struct ncclComm *c, ncclResult_t r, const char *why);
 
 /* The collectives' half (fakenccl.c): the driver as NCCL reaches it, and a comm's records. */
 ncclResult_t fn_driver_ready(void);
+/* At each communicator's creation, where NCCL reads its settings: notes NCCL_GRAPH_REGISTER. */
+void fn_read_settings(void);
 void fn_calls_free(struct ncclComm *c);
 
 /* This process's rank for the fault knobs and the stats file: $RANK, else its rank in the

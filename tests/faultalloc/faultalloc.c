@@ -1,7 +1,10 @@
 /* libfaultalloc.so: preloaded after libcugraft.so, fails the n-th malloc/calloc/realloc called
  * directly from libcugraft.so's code (FAULTALLOC_N=n; FAULTALLOC_FROM=1: that one and every later
  * one) and passes every other allocation to the next allocator. FAULTALLOC_STATS=path: at exit,
- * each process appends how many allocations came from libcugraft.so and how many failed. */
+ * each process appends how many allocations came from libcugraft.so and how many failed.
+ * Slow start-ups, to open the windows other threads may hit: FAULTALLOC_DELAY_MS=ms makes the
+ * n-th allocation wait that long instead of failing (the 1st is the policy engine's), and
+ * FAULTALLOC_DLOPEN_DELAY_MS=ms makes libcugraft.so's first dlopen of libcuda.so.1 wait. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -81,7 +85,26 @@ static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+static bool from_lib(const void *caller)
+{
+	if (!atomic_load(&lib_hi) && !resolving) {
+		resolving = true;
+		dl_iterate_phdr(find_lib, NULL);
+		resolving = false;
+	}
+	uintptr_t pc = (uintptr_t)caller;
+	return pc >= atomic_load(&lib_lo) && pc < atomic_load(&lib_hi);
+}
+
 static atomic_ullong calls, failed;
+
+static void nap_ms(const char *ms)
+{
+	long n = ms ? strtol(ms, NULL, 10) : 0;
+	struct timespec t = { n / 1000, n % 1000 * 1000000L };
+	if (n > 0)
+		nanosleep(&t, NULL);
+}
 
 /* Whether this allocation, made by code at `caller`, is to fail. */
 static bool inject(const void *caller)
@@ -89,24 +112,24 @@ static bool inject(const void *caller)
 	/* Read at the first allocation: libcugraft.so's constructor may run before ours would. */
 	static unsigned long long fail_n;
 	static bool fail_from;
+	static const char *delay;
 	static atomic_bool have_options;
 	if (!atomic_load(&have_options)) {
 		const char *n = getenv("FAULTALLOC_N"), *from = getenv("FAULTALLOC_FROM");
 		fail_n = n ? strtoull(n, NULL, 10) : 0;
 		fail_from = from && strcmp(from, "1") == 0;
+		delay = getenv("FAULTALLOC_DELAY_MS");
 		atomic_store(&have_options, true);
 	}
-	if (!atomic_load(&lib_hi) && !resolving) {
-		resolving = true;
-		dl_iterate_phdr(find_lib, NULL);
-		resolving = false;
-	}
-	uintptr_t pc = (uintptr_t)caller;
-	if (pc < atomic_load(&lib_lo) || pc >= atomic_load(&lib_hi))
+	if (!from_lib(caller))
 		return false;
 	unsigned long long nth = atomic_fetch_add(&calls, 1) + 1;
 	if (!fail_n || !(nth == fail_n || (fail_from && nth > fail_n)))
 		return false;
+	if (delay) {
+		nap_ms(delay);
+		return false;
+	}
 	atomic_fetch_add(&failed, 1);
 	errno = ENOMEM;
 	return true;
@@ -147,6 +170,20 @@ EXPORT void free(void *p)
 {
 	if (p && !is_early(p) && resolve())
 		real_free(p);
+}
+
+/* libcugraft.so loads the driver with dlopen: the first time (in this process or the parent it was
+ * forked from), from there, that waits FAULTALLOC_DLOPEN_DELAY_MS first. */
+EXPORT void *dlopen(const char *file, int mode)
+{
+	static void *(*real_dlopen)(const char *, int);
+	static atomic_bool delayed;
+	if (!real_dlopen)
+		real_dlopen = dlsym(RTLD_NEXT, "dlopen");
+	if (file && strcmp(file, "libcuda.so.1") == 0 && from_lib(__builtin_return_address(0)) &&
+	    !atomic_exchange(&delayed, true))
+		nap_ms(getenv("FAULTALLOC_DLOPEN_DELAY_MS"));
+	return real_dlopen ? real_dlopen(file, mode) : NULL;
 }
 
 /* One line per process (O_APPEND): a test's `timeout` wrapper is preloaded too. */

@@ -9,14 +9,23 @@
  *   --mode capture          the program captures a graph itself and launches it 10 times
  *   --mode capture-ptds     the same on the per-thread default stream, through _ptsz with stream 0
  *   --mode managed          the accumulator lives in managed memory (CPU-offload style)
+ *   --mode idle             ten rounds of launches and a sync, then half a second with no driver call
+ *   --mode fork-start       main fork()s again and again while a thread makes the program's first
+ *                           call a shim wraps (the one that starts it); each child makes one such
+ *                           call and must end (`forked <n> during <m>`: m forks fell inside it)
  * Prints `checksum <hex>` (and `launches <n>` where the count is fixed). */
 #include "prog.h"
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 struct setup { CUmodule mod; CUfunction chain, mix, flag; CUstream s; CUdeviceptr acc; };
 
@@ -278,6 +287,79 @@ static int capture_ptds(void)
   return 0;
 }
 
+static int idle(void)
+{
+  struct setup k = setup();
+  unsigned long long h = 14695981039346656037ULL;
+  for (int round = 0; round < 10; round++) {
+    for (int i = 0; i < 8; i++) chain(&k, k.s, k.acc, (unsigned long long)(round * 8 + i));
+    h = prog_mix(h, read_acc(k.s, k.acc));
+  }
+  struct timespec t = { 0, 500 * 1000000L };
+  nanosleep(&t, NULL);
+  printf("checksum %016llx\nlaunches 80\n", h);
+  return 0;
+}
+
+static atomic_int starting; /* 0 before the first wrapped call, 1 in it, 2 after */
+
+static void *starter(void *ctx)
+{
+  CK(cuCtxSetCurrent(ctx));
+  atomic_store(&starting, 1);
+  CK(cuCtxSynchronize());
+  atomic_store(&starting, 2);
+  return NULL;
+}
+
+/* The child's exit status, or -1 when it has not ended within 10 s (it is killed then). */
+static int child_status(pid_t pid)
+{
+  for (int i = 0; i < 1000; i++) {
+    int status;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r < 0) return -1;
+    struct timespec t = { 0, 10 * 1000000L };
+    nanosleep(&t, NULL);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  return -1;
+}
+
+static int fork_start(CUcontext ctx)
+{
+  pthread_t t;
+  if (pthread_create(&t, NULL, starter, ctx) != 0) { fprintf(stderr, "pthread_create\n"); return 1; }
+  while (atomic_load(&starting) == 0) sched_yield();
+  int forks = 0, during = 0;
+  for (bool last = false; !last; forks++) {
+    int before = atomic_load(&starting);
+    last = before == 2;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) { perror("fork"); return 1; }
+    if (pid == 0) _exit(cuCtxSynchronize() == CUDA_SUCCESS ? 0 : 2);
+    during += before == 1 && atomic_load(&starting) == 1;
+    int st = child_status(pid);
+    if (st != 0) {
+      fprintf(stderr, "fork-start: child %d (forked %s the first wrapped call) %s\n", forks,
+             before == 0 ? "before" : before == 1 ? "during" : "after",
+             st < 0 ? "did not end within 10 s" : "failed");
+      return 1;
+    }
+    struct timespec nap = { 0, 20 * 1000000L };
+    nanosleep(&nap, NULL);
+  }
+  pthread_join(t, NULL);
+  struct setup k = setup();
+  for (int i = 0; i < 20; i++) chain(&k, k.s, k.acc, (unsigned long long)i);
+  printf("forked %d during %d\nchecksum %016llx\nlaunches 20\n", forks, during,
+         prog_mix(14695981039346656037ULL, read_acc(k.s, k.acc)));
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = prog_opt(argc, argv, "--mode");
@@ -292,6 +374,8 @@ int main(int argc, char **argv)
   if (strcmp(mode, "capture") == 0) return capture();
   if (strcmp(mode, "capture-ptds") == 0) return capture_ptds();
   if (strcmp(mode, "managed") == 0) return managed();
-  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|ptds-threads|capture|capture-ptds|managed\n");
+  if (strcmp(mode, "fork-start") == 0) return fork_start(ctx);
+  if (strcmp(mode, "idle") == 0) return idle();
+  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|ptds-threads|capture|capture-ptds|managed|idle|fork-start\n");
   return 2;
 }

@@ -17,7 +17,9 @@
  * what is left and exits 3; else it exits 0 when every rank did, 77 when all skipped, 1 if not.
  * --diverge R:I: at iteration I rank R all-reduces into another buffer (r2, which the next
  * kernels then read): every rank makes the same NCCL calls, but one rank's call differs from
- * its previous iterations' while the others' repeat. */
+ * its previous iterations' while the others' repeat. --check-environ: also prints `environ
+ * unchanged` or `environ replaced` (the process environment's array, from main's start to its
+ * end: setenv while other threads may read it is a race). */
 #define _GNU_SOURCE
 #include "prog.h"
 #include <dlfcn.h>
@@ -128,8 +130,11 @@ static int run_ranks(int argc, char **argv, int nranks, double timeout)
   return worst ? 1 : skipped == nranks ? 77 : skipped ? 1 : 0;
 }
 
+extern char **environ;
+
 int main(int argc, char **argv)
 {
+  char **env0 = environ;
   const char *ranks_opt = prog_opt(argc, argv, "--ranks"), *rank_opt = prog_opt(argc, argv, "--rank"),
              *id_opt = prog_opt(argc, argv, "--nccl-id"), *div_opt = prog_opt(argc, argv, "--diverge"),
              *timeout_opt = prog_opt(argc, argv, "--timeout");
@@ -220,5 +225,7 @@ int main(int argc, char **argv)
   CK(cuStreamDestroy(s));
   say(1, "checksum %016llx\n", h);
   say(1, "launches %llu\n", launches);
+  if (prog_flag(argc, argv, "--check-environ"))
+    say(1, "environ %s\n", environ == env0 ? "unchanged" : "replaced");
   return 0;
 }

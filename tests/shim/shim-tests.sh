@@ -330,6 +330,43 @@ oom-*) # libfaultalloc.so fails libcugraft.so's FAULTALLOC_N-th allocation (FAUL
   grep -q '"event":"summary"' "$tmp/s.jsonl" || fail "no summary in the report"
   cat "$tmp/s.jsonl" "$tmp/s.err" | grep -q "$EXPECT" || fail "neither report nor stderr has $EXPECT"
   ;;
+flusher-idle) # the flusher sleeps while nothing is deferred: lifecycle --mode idle (10 rounds of
+              # launches and a sync, then 0.5 s with no driver call) wakes it at most 6 times a
+              # round (the round's deferral, its deadline, 4 quiet polls), also with deferral
+              # bounds of 4 s and more (whose sleeps once all failed at once: a spinning core)
+  eager e "$progs/lifecycle" --mode idle
+  for d in 2000 4000000 10000000; do
+    rm -f "$tmp/s.jsonl"
+    CUGRAFT_MAX_DEFER_US=$d shim s "$progs/lifecycle" --mode idle
+    same_result e s; same_work e s
+    w=$(summary "$tmp/s.jsonl" flusher_wakeups)
+    [ "$w" -gt 0 ] && [ "$w" -le 60 ] || fail "CUGRAFT_MAX_DEFER_US=$d: the flusher woke $w times"
+  done
+  ;;
+slow-start) # start-up made slow (tests/faultalloc: the policy engine's allocation waits 500 ms)
+            # while 8 threads and an observer make their first calls: they wait until the shim is
+            # built, so no stream runs eagerly for want of an engine ("no_memory"), every launch
+            # is seen, and the result is exact
+  eager e "$progs/threads"
+  FAULTALLOC_N=1 FAULTALLOC_DELAY_MS=500 lib=$lib:$FAULTALLOC_LIB shim s "$progs/threads"
+  same_result e s; same_work e s
+  [ "$(summary "$tmp/s.jsonl" fallbacks.no_memory)" = 0 ] ||
+    fail "$(summary "$tmp/s.jsonl" fallbacks.no_memory) ops ran eagerly as no_memory"
+  [ "$(summary "$tmp/s.jsonl" launches)" = "$(field launches "$tmp/e.out")" ] ||
+    fail "shim saw $(summary "$tmp/s.jsonl" launches) launches, the program made $(field launches "$tmp/e.out")"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  ;;
+fork-start) # main forks again and again while another thread starts the shim, made slow in its
+            # driver load (dlopen of libcuda) and then in building the engine (tests/faultalloc):
+            # each child makes a driver call and must end (the program gives it 10 s)
+  eager e "$progs/lifecycle" --mode fork-start
+  for slow in FAULTALLOC_DLOPEN_DELAY_MS=300 'FAULTALLOC_N=1 FAULTALLOC_DELAY_MS=300'; do
+    (export $slow; lib=$lib:$FAULTALLOC_LIB shim s "$progs/lifecycle" --mode fork-start)
+    same_result e s
+    during=$(awk '$1 == "forked" { print $4 }' "$tmp/s.out")
+    [ "${during:-0}" -gt 0 ] || fail "$slow: no child was forked during the start-up"
+  done
+  ;;
 nccl|nccl-group|nccl-dlsym) # collectives are boundaries; NCCL's own launches pass through uncounted
   export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH
   mode=; [ "$case_name" = nccl ] || mode=--${case_name#nccl-}
@@ -345,6 +382,25 @@ nccl|nccl-group|nccl-dlsym) # collectives are boundaries; NCCL's own launches pa
   for r in e s; do
     [ "$(stat internal_launches "$tmp/$r.nccl")" = 40 ] ||
       fail "$r: NCCL made $(stat internal_launches "$tmp/$r.nccl") internal launches, want 40"
+  done
+  ;;
+startup-nccl) # expandable segments: NCCL reads NCCL_GRAPH_REGISTER=0 at communicator creation, a
+              # user's value as it is, and nothing without them; the process environment itself
+              # is not replaced while the program runs (setenv then races with its threads)
+  export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH
+  eager e "$progs/ncclloop" --iters 5
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True FAKENCCL_STATS=$tmp/s.nccl \
+    shim s "$progs/ncclloop" --iters 5 --check-environ
+  NCCL_GRAPH_REGISTER=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True FAKENCCL_STATS=$tmp/s2.nccl \
+    shim s2 "$progs/ncclloop" --iters 5 --check-environ
+  FAKENCCL_STATS=$tmp/s3.nccl shim s3 "$progs/ncclloop" --iters 5 --check-environ
+  for run in s:0 s2:1 s3:unset; do
+    n=${run%:*} want=${run#*:}
+    same_result e $n
+    [ "$(stat graph_register "$tmp/$n.nccl")" = "$want" ] ||
+      fail "$n: NCCL read NCCL_GRAPH_REGISTER=$(stat graph_register "$tmp/$n.nccl"), want $want"
+    [ "$(field environ "$tmp/$n.out")" = unchanged ] ||
+      fail "$n: the process environment was replaced while the program ran"
   done
   ;;
 nccl-disable) # CUGRAFT_DISABLE=1 around NCCL: the same result and the same driver calls
