@@ -61,6 +61,31 @@ static int query(CUfunction f, bool as_kernel, uint32_t *off, uint32_t *size, in
 	return -1;
 }
 
+static int by_offset(const void *a, const void *b)
+{
+	uint32_t x = ((const struct cg_layout_gap *)a)->off, y = ((const struct cg_layout_gap *)b)->off;
+	return (x > y) - (x < y);
+}
+
+/* The gaps between parameters, into `gaps` (room for l->n). Parameters are usually in offset
+ * order already; sorting a copy keeps this right when they are not. */
+static void find_gaps(struct cg_layout *l, struct cg_layout_gap *gaps)
+{
+	static _Thread_local struct cg_layout_gap sorted[MAX_PARAMS];
+	for (uint32_t i = 0; i < l->n; i++)
+		sorted[i] = (struct cg_layout_gap){ l->p[i].off, l->p[i].size };
+	qsort(sorted, l->n, sizeof(sorted[0]), by_offset);
+	uint32_t end = 0, k = 0;
+	for (uint32_t i = 0; i < l->n; i++) {
+		if (sorted[i].off > end)
+			gaps[k++] = (struct cg_layout_gap){ end, sorted[i].off - end };
+		if (sorted[i].off + sorted[i].size > end)
+			end = sorted[i].off + sorted[i].size;
+	}
+	l->ngaps = k;
+	l->gaps = gaps;
+}
+
 static const struct cg_layout *ask_driver(CUfunction f)
 {
 	static _Thread_local uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
@@ -78,7 +103,8 @@ static const struct cg_layout *ask_driver(CUfunction f)
 	}
 	if (n < 0)
 		return &unknown_layout;
-	struct cg_layout *l = malloc(sizeof(*l) + (size_t)n * sizeof(l->p[0]));
+	/* At most one gap before each parameter (in offset order). */
+	struct cg_layout *l = malloc(sizeof(*l) + (size_t)n * (sizeof(l->p[0]) + sizeof(l->gaps[0])));
 	if (!l)
 		return &cg_layout_no_memory;
 	l->n = (uint32_t)n;
@@ -89,6 +115,7 @@ static const struct cg_layout *ask_driver(CUfunction f)
 		if (off[i] + size[i] > l->size)
 			l->size = off[i] + size[i];
 	}
+	find_gaps(l, (struct cg_layout_gap *)&l->p[n]);
 	const char *name = NULL;
 	atomic_init(&l->launches, 0);
 	if (as_kernel && cg_real[CG_E_cuKernelGetName])

@@ -19,6 +19,10 @@ struct cg_layout {
 	_Atomic uint64_t launches; /* for the report's kernel list */
 	bool in_scope;      /* CUGRAFT_SCOPE lets this kernel be graphed (decided once) */
 	const struct cg_layout *next_all; /* every layout ever made, also those of unloaded modules */
+	/* Bytes below `size` that no parameter covers (alignment padding): zeroed in every packed
+	 * copy, so that stale bytes there never look like a changed argument. */
+	uint32_t ngaps;
+	const struct cg_layout_gap { uint32_t off, size; } *gaps; /* in the same allocation */
 	struct { uint32_t off, size; } p[];
 };
 

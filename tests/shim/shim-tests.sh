@@ -171,6 +171,15 @@ managed) # managed memory (CPU-offload style): exact, and noted once in the repo
   same_result e s; same_work e s
   [ "$(grep -c '"event":"note".*managed memory' "$tmp/s.jsonl")" = 1 ] || fail "managed memory not noted once"
   ;;
+padding) # the same arguments each iteration, other stack bytes in the padding between parameters:
+  # replays patch nothing (the padding is neither read from the program nor compared)
+  eager e "$progs/lifecycle" --mode padding
+  shim s "$progs/lifecycle" --mode padding
+  same_result e s; same_work e s
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  [ "$(summary "$tmp/s.jsonl" patches)" = 0 ] ||
+    fail "$(summary "$tmp/s.jsonl" patches) patches of unchanged arguments (fake: $(stat api.cuGraphExecKernelNodeSetParams_v2 "$tmp/s.stats") kernel node updates)"
+  ;;
 spin|spin-ptds) # the host spins on memory a deferred kernel writes: the flusher must submit it
   # (lifecycle exits 3 after 5 s otherwise, as it does with CUGRAFT_MAX_DEFER_US=10000000)
   eager e "$progs/lifecycle" --mode "$case_name"
