@@ -147,6 +147,11 @@ void cg_driver_init(void)
 		sched_yield();
 }
 
+void *cg_driver_sym(const char *name)
+{
+	return cg_driver_ready() && libcuda ? cg_real_dlsym(libcuda, name) : NULL;
+}
+
 bool cg_shim_in_init(void)
 {
 	return in_init;

@@ -51,6 +51,9 @@ const struct cg_layout *cg_layout_of(CUfunction f);
 extern const struct cg_layout cg_layout_no_memory;
 /* Module or library unloaded: handles may be reused, forget every layout. */
 void cg_layout_reset(void);
+/* `k` is a CUkernel (the driver handed it out as one): its layout is asked with the CUkernel
+ * queries, so that no query fails on the wrong kind of handle. */
+void cg_layout_note_kernel(CUkernel k);
 /* Counts a launch of the kernel (report). */
 static inline void cg_layout_count(const struct cg_layout *l)
 {
