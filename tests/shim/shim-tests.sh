@@ -191,6 +191,14 @@ padding) # the same arguments each iteration, other stack bytes in the padding b
   [ "$(summary "$tmp/s.jsonl" patches)" = 0 ] ||
     fail "$(summary "$tmp/s.jsonl" patches) patches of unchanged arguments (fake: $(stat api.cuGraphExecKernelNodeSetParams_v2 "$tmp/s.stats") kernel node updates)"
   ;;
+padding-valgrind) # the same under valgrind: no decision of the shim reads an uninitialised byte
+  # (backtraces off: libunwind probes addresses with write(2), which valgrind flags)
+  command -v valgrind > /dev/null || { echo "no valgrind: skipped"; exit 77; }
+  CUGRAFT_BACKTRACE=0 shim s valgrind -q --error-exitcode=9 "$progs/lifecycle" --mode padding
+  [ "$(cat "$tmp/s.rc")" = 0 ] ||
+    fail "valgrind: exit $(cat "$tmp/s.rc"), $(grep -c 'uninitialised' "$tmp/s.err") uses of uninitialised bytes: $(grep -m1 -A3 'uninitialised' "$tmp/s.err")"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  ;;
 spin|spin-ptds) # the host spins on memory a deferred kernel writes: the flusher must submit it
   # (lifecycle exits 3 after 5 s otherwise, as it does with CUGRAFT_MAX_DEFER_US=10000000)
   eager e "$progs/lifecycle" --mode "$case_name"
