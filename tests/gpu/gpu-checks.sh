@@ -14,6 +14,7 @@ field() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 . "$root/tests/gpu/verdict.sh"  # fail, summary, shim_ran, compare, compare_exit, same_losses
 run() { # NAME: eager and shim runs of CMD; extra env for the shim run in SHIM_ENV
   local n=$1; shift
+  rm -f "$out/$n.jsonl"  # an earlier run's report must not vouch for this one
   timeout 300 "$@" > "$out/$n.eager.out" 2> "$out/$n.eager.err"; echo $? > "$out/$n.eager.rc"
   env CUGRAFT_REPORT="$out/$n.jsonl" ${SHIM_ENV:-} LD_PRELOAD="$lib" timeout 300 "$@" \
     > "$out/$n.shim.out" 2> "$out/$n.shim.err"; echo $? > "$out/$n.shim.rc"
@@ -42,6 +43,7 @@ if want ddp; then
   for scope in default +collectives; do
     n=ddp-${scope#+}
     args="$root/bench/train_torch.py --model transformer --steps 100 --ddp"
+    rm -f "$out/$n.jsonl"
     timeout 300 python3 $args --out "$out/$n.eager.loss" > "$out/$n.eager.out" 2>&1; echo $? > "$out/$n.eager.rc"
     env CUGRAFT_REPORT="$out/$n.jsonl" CUGRAFT_AUDIT=1 $([ $scope = default ] || echo CUGRAFT_SCOPE=$scope) LD_PRELOAD="$lib" \
       timeout 300 python3 $args --out "$out/$n.shim.loss" > "$out/$n.shim.out" 2>&1; echo $? > "$out/$n.shim.rc"
@@ -59,7 +61,7 @@ if want multi; then
   # file for the NCCL id, @OUT@ -> $out/NAME.CONFIG); CONFIG eager, default or coll
   ranks() {
     local n=$1 c=$2 r pids=(); shift 2
-    local pre=$out/$n.$c; rm -f "$pre.id"; port=$((port + 1))
+    local pre=$out/$n.$c; rm -f "$pre.id" "$pre".rank*.jsonl; port=$((port + 1))
     local cmd=("${@//@ID@/$pre.id}"); cmd=("${cmd[@]//@OUT@/$pre}")
     for ((r = 0; r < nr; r++)); do
       if [ $c = eager ]; then
@@ -189,6 +191,7 @@ if want torch; then
   # their losses must be identical with and without the shim.
   for spec in mlp:eager transformer:eager transformer:graph transformer:compile-ro; do
     model=${spec%%:*} mode=${spec#*:} n=torch-$model-$mode
+    rm -f "$out/$n.jsonl"
     timeout 300 python3 "$root/bench/train_torch.py" --model $model --mode $mode --steps 50 --out "$out/$n.eager.loss" > "$out/$n.eager.out" 2>&1; echo $? > "$out/$n.eager.rc"
     env CUGRAFT_REPORT="$out/$n.jsonl" CUGRAFT_AUDIT=1 LD_PRELOAD="$lib" timeout 300 python3 "$root/bench/train_torch.py" \
       --model $model --mode $mode --steps 50 --out "$out/$n.shim.loss" > "$out/$n.shim.out" 2>&1; echo $? > "$out/$n.shim.rc"
