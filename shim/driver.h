@@ -57,6 +57,9 @@ bool cg_driver_ready(void);
 bool cg_driver_after_fork(void);
 /* The real dlsym (dlvsym GLIBC_2.34, then GLIBC_2.2.5); resolved on first use. */
 void *cg_real_dlsym(void *handle, const char *name);
+/* A libcuda export outside the lists (newer than our cuda.h), for the shim's own use; NULL when
+ * the driver is not loaded or lacks it. Looking it up makes no driver call. */
+void *cg_driver_sym(const char *name);
 /* What a caller asking for the driver function at `real` gets: the raw pointer for pure entries,
  * our wrapper for boundary and hooked ones, a default-deny trampoline for anything else inside
  * libcuda; `real` itself when it is not in libcuda. `name` is for the report (may be NULL). */

@@ -175,6 +175,35 @@ CG_EXPORT CUresult cuLibraryUnload(CUlibrary library)
 	return CG_REAL(cuLibraryUnload)(library);
 }
 
+/* --- handles the driver hands out as CUkernels: their parameter layout is asked with the
+ * CUkernel queries (layout.c), none of which then fails on the wrong kind of handle. --- */
+CG_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+	cg_driver_init();
+	if (!cg_real[CG_E_cuLibraryGetKernel])
+		return CUDA_ERROR_NOT_FOUND;
+	CUresult r = CG_REAL(cuLibraryGetKernel)(pKernel, library, name);
+	if (r == CUDA_SUCCESS && pKernel && active()) {
+		COUNT(cuLibraryGetKernel);
+		cg_layout_note_kernel(*pKernel);
+	}
+	return r;
+}
+
+CG_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib)
+{
+	cg_driver_init();
+	if (!cg_real[CG_E_cuLibraryEnumerateKernels])
+		return CUDA_ERROR_NOT_FOUND;
+	CUresult r = CG_REAL(cuLibraryEnumerateKernels)(kernels, numKernels, lib);
+	if (r == CUDA_SUCCESS && kernels && active()) {
+		COUNT(cuLibraryEnumerateKernels);
+		for (unsigned i = 0; i < numKernels; i++)
+			cg_layout_note_kernel(kernels[i]);
+	}
+	return r;
+}
+
 /* --- attribute changes: cuBLASLt sets the same attribute before most of its launches, so a
  * repeat is forwarded as is; a real change flushes first (it could affect deferred work). --- */
 #define ATTR_SLOTS 1024

@@ -100,6 +100,14 @@ static bool pack_attrs(struct cg_sig *sig, const CUlaunchAttribute *a, unsigned 
 	return true;
 }
 
+/* Zeroes the padding between parameters: whatever the stack (or the program's buffer) held
+ * there must not reach the comparison of arguments. */
+static void clear_gaps(const struct cg_layout *l, unsigned char *buf)
+{
+	for (uint32_t i = 0; i < l->ngaps; i++)
+		memset(buf + l->gaps[i].off, 0, l->gaps[i].size);
+}
+
 /* Packs the parameters (either form) into `buf`; returns the byte count or -1. */
 static int pack_args(const struct cg_layout *l, void **params, void **extra, unsigned char *buf)
 {
@@ -108,6 +116,7 @@ static int pack_args(const struct cg_layout *l, void **params, void **extra, uns
 	if (params) {
 		for (uint32_t i = 0; i < l->n; i++)
 			memcpy(buf + l->p[i].off, params[i], l->p[i].size);
+		clear_gaps(l, buf);
 		return (int)l->size;
 	}
 	if (!extra)
@@ -125,6 +134,7 @@ static int pack_args(const struct cg_layout *l, void **params, void **extra, uns
 	if (!ptr || size < l->size)
 		return -1;
 	memcpy(buf, ptr, l->size);
+	clear_gaps(l, buf);
 	return (int)l->size;
 }
 

@@ -42,23 +42,103 @@ static const struct cg_layout *lookup(struct table *t, CUfunction f)
 	return NULL;
 }
 
-/* cuFuncGetParamInfo answers CUfunctions, cuKernelGetParamInfo CUkernels; a launch may pass
- * either. CUDA_ERROR_INVALID_VALUE at an index means "no such parameter". */
+/* CUkernel handles the program was handed (cuLibraryGetKernel, cuLibraryEnumerateKernels). Kept
+ * across unloads: a stale entry only makes the first query of a reused handle the wrong kind,
+ * which the other kind's query then answers. Full: later kernels are guessed as CUfunctions. */
+#define KERNEL_SLOTS 16384
+static CUkernel kernels[KERNEL_SLOTS]; /* guarded by lock; static: no allocation to fail */
+
+static size_t kernel_slot(const void *k)
+{
+	return (size_t)(((uint64_t)(uintptr_t)k * 0x9e3779b97f4a7c15ULL) >> 50) & (KERNEL_SLOTS - 1);
+}
+
+void cg_layout_note_kernel(CUkernel k)
+{
+	if (!k)
+		return;
+	pthread_mutex_lock(&lock);
+	for (size_t i = kernel_slot(k), n = 0; n < KERNEL_SLOTS / 2; i = (i + 1) & (KERNEL_SLOTS - 1), n++) {
+		if (kernels[i] == k)
+			break;
+		if (!kernels[i]) {
+			kernels[i] = k;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static bool is_kernel_locked(const void *f)
+{
+	for (size_t i = kernel_slot(f), n = 0; n < KERNEL_SLOTS / 2; i = (i + 1) & (KERNEL_SLOTS - 1), n++) {
+		if (kernels[i] == (CUkernel)f)
+			return true;
+		if (!kernels[i])
+			return false;
+	}
+	return false;
+}
+
+/* The parameter count entry points (cuFuncGetParamCount, cuKernelGetParamCount) are newer than
+ * the cuda.h we build with: found by name, NULL in older drivers. */
+typedef CUresult (*param_count_fn)(void *handle, size_t *count);
+static param_count_fn func_count, kernel_count; /* guarded by lock */
+static bool counts_resolved;
+
+/* Offsets and sizes of f's parameters as the kind of handle `as_kernel` says; the count, or -1
+ * when the driver refuses. cuFuncGetParamInfo answers CUfunctions, cuKernelGetParamInfo
+ * CUkernels; a launch may pass either. With a count entry point every query is in range, so no
+ * call fails (a debugger or compute-sanitizer lists every failing driver call as the program's
+ * error). Older drivers are probed up to the first CUDA_ERROR_INVALID_VALUE, "no such
+ * parameter", the one failing call they leave no way around. */
 static int query(CUfunction f, bool as_kernel, uint32_t *off, uint32_t *size, int max)
 {
+	param_count_fn count = as_kernel ? kernel_count : func_count;
+	size_t have = 0;
+	if (count) {
+		if (count((void *)f, &have) != CUDA_SUCCESS || have > (size_t)max)
+			return -1;
+		max = (int)have;
+	}
 	int n = 0;
 	for (; n < max; n++) {
 		size_t o = 0, s = 0;
 		CUresult r = as_kernel ? CG_REAL(cuKernelGetParamInfo)((CUkernel)f, (size_t)n, &o, &s)
 		                       : CG_REAL(cuFuncGetParamInfo)(f, (size_t)n, &o, &s);
-		if (r == CUDA_ERROR_INVALID_VALUE)
+		if (r == CUDA_ERROR_INVALID_VALUE && !count)
 			return n;
 		if (r != CUDA_SUCCESS)
 			return -1;
 		off[n] = (uint32_t)o;
 		size[n] = (uint32_t)s;
 	}
-	return -1;
+	return count ? n : -1;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+	uint32_t x = ((const struct cg_layout_gap *)a)->off, y = ((const struct cg_layout_gap *)b)->off;
+	return (x > y) - (x < y);
+}
+
+/* The gaps between parameters, into `gaps` (room for l->n). Parameters are usually in offset
+ * order already; sorting a copy keeps this right when they are not. */
+static void find_gaps(struct cg_layout *l, struct cg_layout_gap *gaps)
+{
+	static _Thread_local struct cg_layout_gap sorted[MAX_PARAMS];
+	for (uint32_t i = 0; i < l->n; i++)
+		sorted[i] = (struct cg_layout_gap){ l->p[i].off, l->p[i].size };
+	qsort(sorted, l->n, sizeof(sorted[0]), by_offset);
+	uint32_t end = 0, k = 0;
+	for (uint32_t i = 0; i < l->n; i++) {
+		if (sorted[i].off > end)
+			gaps[k++] = (struct cg_layout_gap){ end, sorted[i].off - end };
+		if (sorted[i].off + sorted[i].size > end)
+			end = sorted[i].off + sorted[i].size;
+	}
+	l->ngaps = k;
+	l->gaps = gaps;
 }
 
 static const struct cg_layout *ask_driver(CUfunction f)
@@ -66,19 +146,26 @@ static const struct cg_layout *ask_driver(CUfunction f)
 	static _Thread_local uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
 	if (!cg_real[CG_E_cuFuncGetParamInfo] || !cg_real[CG_E_cuKernelGetParamInfo])
 		return &unknown_layout;
-	int n = query(f, false, off, size, MAX_PARAMS);
-	bool as_kernel = false;
-	if (n <= 0) {
-		/* Either a CUkernel, or really no parameters: the kernel query decides. */
-		int k = query(f, true, off, size, MAX_PARAMS);
+	if (!counts_resolved) {
+		func_count = (param_count_fn)cg_driver_sym("cuFuncGetParamCount");
+		kernel_count = (param_count_fn)cg_driver_sym("cuKernelGetParamCount");
+		counts_resolved = cg_driver_ready();
+	}
+	bool as_kernel = is_kernel_locked(f);
+	int n = query(f, as_kernel, off, size, MAX_PARAMS);
+	if (n < 0 || (n == 0 && !(as_kernel ? kernel_count : func_count))) {
+		/* A handle of the other kind (one we did not see handed out), or, probed, perhaps
+		 * really no parameters: the other kind's query decides. */
+		int k = query(f, !as_kernel, off, size, MAX_PARAMS);
 		if (k > 0 || (k == 0 && n < 0)) {
 			n = k;
-			as_kernel = true;
+			as_kernel = !as_kernel;
 		}
 	}
 	if (n < 0)
 		return &unknown_layout;
-	struct cg_layout *l = malloc(sizeof(*l) + (size_t)n * sizeof(l->p[0]));
+	/* At most one gap before each parameter (in offset order). */
+	struct cg_layout *l = malloc(sizeof(*l) + (size_t)n * (sizeof(l->p[0]) + sizeof(l->gaps[0])));
 	if (!l)
 		return &cg_layout_no_memory;
 	l->n = (uint32_t)n;
@@ -89,6 +176,7 @@ static const struct cg_layout *ask_driver(CUfunction f)
 		if (off[i] + size[i] > l->size)
 			l->size = off[i] + size[i];
 	}
+	find_gaps(l, (struct cg_layout_gap *)&l->p[n]);
 	const char *name = NULL;
 	atomic_init(&l->launches, 0);
 	if (as_kernel && cg_real[CG_E_cuKernelGetName])

@@ -19,6 +19,10 @@ struct cg_layout {
 	_Atomic uint64_t launches; /* for the report's kernel list */
 	bool in_scope;      /* CUGRAFT_SCOPE lets this kernel be graphed (decided once) */
 	const struct cg_layout *next_all; /* every layout ever made, also those of unloaded modules */
+	/* Bytes below `size` that no parameter covers (alignment padding): zeroed in every packed
+	 * copy, so that stale bytes there never look like a changed argument. */
+	uint32_t ngaps;
+	const struct cg_layout_gap { uint32_t off, size; } *gaps; /* in the same allocation */
 	struct { uint32_t off, size; } p[];
 };
 
@@ -47,6 +51,9 @@ const struct cg_layout *cg_layout_of(CUfunction f);
 extern const struct cg_layout cg_layout_no_memory;
 /* Module or library unloaded: handles may be reused, forget every layout. */
 void cg_layout_reset(void);
+/* `k` is a CUkernel (the driver handed it out as one): its layout is asked with the CUkernel
+ * queries, so that no query fails on the wrong kind of handle. */
+void cg_layout_note_kernel(CUkernel k);
 /* Counts a launch of the kernel (report). */
 static inline void cg_layout_count(const struct cg_layout *l)
 {

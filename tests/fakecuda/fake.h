@@ -18,7 +18,8 @@ enum cg_api {
 /* Counters written to FAKECUDA_STATS. */
 struct cg_counters {
   atomic_ullong kernels_run, launch_eager, graph_launches, graph_nodes_run, captured_nodes,
-                memops_run, faults_injected;
+                memops_run, faults_injected,
+                query_errors;  /* function/kernel queries answered with an error */
 };
 extern struct cg_counters cg_count;
 

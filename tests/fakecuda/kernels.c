@@ -217,10 +217,17 @@ CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
   return CUDA_SUCCESS;
 }
 
+/* Counts a query's error: what a debugger would list as a failing call (FAKECUDA_STATS). */
+static CUresult answer(CUresult r)
+{
+  if (r != CUDA_SUCCESS) atomic_fetch_add_explicit(&cg_count.query_errors, 1, memory_order_relaxed);
+  return r;
+}
+
 static CUresult get_name(const char **name, struct cg_func *f)
 {
-  if (!f) return CUDA_ERROR_INVALID_HANDLE;
-  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (!f) return answer(CUDA_ERROR_INVALID_HANDLE);
+  if (!name) return answer(CUDA_ERROR_INVALID_VALUE);
   *name = f->def->name;
   return CUDA_SUCCESS;
 }
@@ -239,11 +246,31 @@ CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
 
 static CUresult param_info(struct cg_func *f, size_t index, size_t *offset, size_t *size)
 {
-  if (!f) return CUDA_ERROR_INVALID_HANDLE;
-  if (index >= f->def->nparams || !offset) return CUDA_ERROR_INVALID_VALUE;
+  if (!f) return answer(CUDA_ERROR_INVALID_HANDLE);
+  if (index >= f->def->nparams || !offset) return answer(CUDA_ERROR_INVALID_VALUE);
   *offset = f->def->offset[index];
   if (size) *size = f->def->size[index];
   return CUDA_SUCCESS;
+}
+
+static CUresult param_count(struct cg_func *f, size_t *count)
+{
+  if (!f) return answer(CUDA_ERROR_INVALID_HANDLE);
+  if (!count) return answer(CUDA_ERROR_INVALID_VALUE);
+  *count = f->def->nparams;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetParamCount(CUfunction func, size_t *paramCount)
+{
+  CG_ENTER(cuFuncGetParamCount);
+  return param_count(as(func, CG_FUNC), paramCount);
+}
+
+CUresult CUDAAPI cuKernelGetParamCount(CUkernel kernel, size_t *paramCount)
+{
+  CG_ENTER(cuKernelGetParamCount);
+  return param_count(as(kernel, CG_KERNEL), paramCount);
 }
 
 CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,

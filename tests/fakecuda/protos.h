@@ -1,6 +1,7 @@
 /* Prototypes of the fake driver's exports that cuda.h hides in its default mode: the _ptsz
  * (per-thread default stream) variants and the older ABIs cuGetProcAddress (4 arguments) and
- * cuCtxCreate_v2. abi_check.c re-reads these against cuda.h's internal declarations. */
+ * cuCtxCreate_v2; and entry points of drivers newer than this cuda.h (parameter counts).
+ * abi_check.c re-reads these against cuda.h's internal declarations. */
 #pragma once
 #include <cuda.h>
 
@@ -38,6 +39,10 @@ CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
   size_t *numDependencies_out);
 CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+
+/* Newer drivers: the number of parameters of a function or kernel. */
+CUresult CUDAAPI cuFuncGetParamCount(CUfunction func, size_t *paramCount);
+CUresult CUDAAPI cuKernelGetParamCount(CUkernel kernel, size_t *paramCount);
 
 /* Not a driver entry point: lets a test write FAKECUDA_STATS before exit. */
 void fakecuda_write_stats(void);

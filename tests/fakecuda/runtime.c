@@ -122,7 +122,7 @@ void fakecuda_write_stats(void)
 {
   const char *path = getenv("FAKECUDA_STATS");
   if (!path || !*path) return;
-  static struct stat_line lines[2 * CG_API_COUNT + 7];
+  static struct stat_line lines[2 * CG_API_COUNT + 8];
   static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;  /* exit() may race a test's call */
   pthread_mutex_lock(&writing);
   unsigned n = 0;
@@ -130,7 +130,7 @@ void fakecuda_write_stats(void)
     { "kernels_run", &cg_count.kernels_run }, { "launch_eager", &cg_count.launch_eager },
     { "graph_launches", &cg_count.graph_launches }, { "graph_nodes_run", &cg_count.graph_nodes_run },
     { "captured_nodes", &cg_count.captured_nodes }, { "memops_run", &cg_count.memops_run },
-    { "faults_injected", &cg_count.faults_injected },
+    { "faults_injected", &cg_count.faults_injected }, { "query_errors", &cg_count.query_errors },
   };
   for (unsigned i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     snprintf(lines[n++].text, sizeof lines[0].text, "%s %llu\n", fixed[i].name,

@@ -10,43 +10,14 @@ lib=$build/shim/libcugraft.so
 progs=$build/tests/programs wl=$build/bench/workloads
 root=$(cd "$(dirname "$0")/../.." && pwd)
 status=0
-fail() { echo "FAIL $*"; status=1; }
 field() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
-summary() { python3 -c '
-import json, sys
-try:
-    s = ([json.loads(l) for l in open(sys.argv[1]) if "\"summary\"" in l] or [{}])[-1]
-except OSError:
-    s = {}
-out = []
-for key in sys.argv[2:]:
-    v = s
-    for k in key.split("."):
-        v = v.get(k, 0) if isinstance(v, dict) else 0
-    out.append(str(v))
-print(" ".join(out))' "$@"; }
+. "$root/tests/gpu/verdict.sh"  # fail, summary, shim_ran, compare, compare_exit, same_losses
 run() { # NAME: eager and shim runs of CMD; extra env for the shim run in SHIM_ENV
   local n=$1; shift
+  rm -f "$out/$n.jsonl"  # an earlier run's report must not vouch for this one
   timeout 300 "$@" > "$out/$n.eager.out" 2> "$out/$n.eager.err"; echo $? > "$out/$n.eager.rc"
   env CUGRAFT_REPORT="$out/$n.jsonl" ${SHIM_ENV:-} LD_PRELOAD="$lib" timeout 300 "$@" \
     > "$out/$n.shim.out" 2> "$out/$n.shim.err"; echo $? > "$out/$n.shim.rc"
-}
-compare() { # NAME KEY: both exited 0, lines starting with KEY identical
-  local n=$1 key=$2
-  [ "$(cat "$out/$n.eager.rc")" = 0 ] || { fail "$n: eager exited $(cat "$out/$n.eager.rc")"; return; }
-  [ "$(cat "$out/$n.shim.rc")" = 0 ] || { fail "$n: shim exited $(cat "$out/$n.shim.rc"): $(tail -2 "$out/$n.shim.err")"; return; }
-  local a b; a=$(grep "^$key" "$out/$n.eager.out" | md5sum); b=$(grep "^$key" "$out/$n.shim.out" | md5sum)
-  [ -n "$(grep "^$key" "$out/$n.eager.out")" ] || { fail "$n: no '$key' lines"; return; }
-  [ "$a" = "$b" ] || { fail "$n: '$key' differs under the shim"; return; }
-  echo "ok $n: identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen fallbacks.cost_gate | \
-    awk '{printf "launches %s graph_launches %s replayed %s eager %s escaped %s cupti_launches %s cost_gated %s", $1,$2,$3,$4,$5,$6,$7}')"
-}
-compare_exit() { # NAME: the same exit status both ways (a program may abort on purpose), then compare
-  local n=$1 e s
-  e=$(cat "$out/$n.eager.rc") s=$(cat "$out/$n.shim.rc")
-  if [ "$e" != "$s" ]; then fail "$n: exit $e eager, $s under the shim: $(tail -n 2 "$out/$n.shim.err")"; return; fi
-  [ "$e" = 0 ] || { echo 0 > "$out/$n.eager.rc"; echo 0 > "$out/$n.shim.rc"; echo "   $n exits $e both ways"; }
-  compare "$n" checksum
 }
 want() { [ -z "${CHECKS:-}" ] || [[ " $CHECKS " == *" $1 "* ]]; }
 CHECKS="$*"
@@ -72,14 +43,12 @@ if want ddp; then
   for scope in default +collectives; do
     n=ddp-${scope#+}
     args="$root/bench/train_torch.py --model transformer --steps 100 --ddp"
+    rm -f "$out/$n.jsonl"
     timeout 300 python3 $args --out "$out/$n.eager.loss" > "$out/$n.eager.out" 2>&1; echo $? > "$out/$n.eager.rc"
     env CUGRAFT_REPORT="$out/$n.jsonl" CUGRAFT_AUDIT=1 $([ $scope = default ] || echo CUGRAFT_SCOPE=$scope) LD_PRELOAD="$lib" \
       timeout 300 python3 $args --out "$out/$n.shim.loss" > "$out/$n.shim.out" 2>&1; echo $? > "$out/$n.shim.rc"
-    if [ "$(cat "$out/$n.eager.rc")$(cat "$out/$n.shim.rc")" = 00 ] && cmp -s "$out/$n.eager.loss" "$out/$n.shim.loss"; then
+    same_losses $n &&
       echo "ok $n: losses identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches collectives.ncclAllReduce collectives_graphed); step eager $(grep step_ms "$out/$n.eager.out") shim $(grep step_ms "$out/$n.shim.out")"
-    else
-      fail "$n: rc $(cat "$out/$n.eager.rc")/$(cat "$out/$n.shim.rc") $(tail -n 3 "$out/$n.shim.out")"
-    fi
   done
 fi
 if want multi; then
@@ -92,7 +61,7 @@ if want multi; then
   # file for the NCCL id, @OUT@ -> $out/NAME.CONFIG); CONFIG eager, default or coll
   ranks() {
     local n=$1 c=$2 r pids=(); shift 2
-    local pre=$out/$n.$c; rm -f "$pre.id"; port=$((port + 1))
+    local pre=$out/$n.$c; rm -f "$pre.id" "$pre".rank*.jsonl; port=$((port + 1))
     local cmd=("${@//@ID@/$pre.id}"); cmd=("${cmd[@]//@OUT@/$pre}")
     for ((r = 0; r < nr; r++)); do
       if [ $c = eager ]; then
@@ -107,10 +76,11 @@ if want multi; then
   }
   # same NAME KEY CONFIG: every rank exited 0 both ways and its KEY lines (or loss file) are identical
   same() {
-    local n=$1 key=$2 c=$3 r ok=1 a b
+    local n=$1 key=$2 c=$3 r ok=1 a b why
     for ((r = 0; r < nr; r++)); do
       [ "$(cat "$out/$n.eager.rc$r")$(cat "$out/$n.$c.rc$r")" = 00 ] ||
         { fail "$n $c rank $r: exit $(cat "$out/$n.eager.rc$r")/$(cat "$out/$n.$c.rc$r"): $(tail -n 2 "$out/$n.$c.out$r")"; ok=0; continue; }
+      why=$(shim_ran "$out/$n.$c.rank$r.jsonl") || { fail "$n $c rank $r: $why"; ok=0; continue; }
       if [ $key = lossfile ]; then
         a=$out/$n.eager.loss$([ $r = 0 ] || echo .rank$r) b=$out/$n.$c.loss$([ $r = 0 ] || echo .rank$r)
         [ -s "$a" ] && cmp -s "$a" "$b" || { fail "$n $c rank $r: losses differ"; ok=0; }
@@ -221,14 +191,12 @@ if want torch; then
   # their losses must be identical with and without the shim.
   for spec in mlp:eager transformer:eager transformer:graph transformer:compile-ro; do
     model=${spec%%:*} mode=${spec#*:} n=torch-$model-$mode
+    rm -f "$out/$n.jsonl"
     timeout 300 python3 "$root/bench/train_torch.py" --model $model --mode $mode --steps 50 --out "$out/$n.eager.loss" > "$out/$n.eager.out" 2>&1; echo $? > "$out/$n.eager.rc"
     env CUGRAFT_REPORT="$out/$n.jsonl" CUGRAFT_AUDIT=1 LD_PRELOAD="$lib" timeout 300 python3 "$root/bench/train_torch.py" \
       --model $model --mode $mode --steps 50 --out "$out/$n.shim.loss" > "$out/$n.shim.out" 2>&1; echo $? > "$out/$n.shim.rc"
-    if [ "$(cat "$out/$n.eager.rc")$(cat "$out/$n.shim.rc")" = 00 ] && cmp -s "$out/$n.eager.loss" "$out/$n.shim.loss"; then
+    same_losses $n &&
       echo "ok $n: losses identical; $(summary "$out/$n.jsonl" launches graph_launches ops_replayed ops_eager escaped_launches audit.driver_launches_seen fallbacks.cost_gate); step eager $(grep step_ms "$out/$n.eager.out") shim $(grep step_ms "$out/$n.shim.out")"
-    else
-      fail "$n: rc $(cat "$out/$n.eager.rc")/$(cat "$out/$n.shim.rc") $(tail -3 "$out/$n.shim.out")"
-    fi
   done
 fi
 exit $status

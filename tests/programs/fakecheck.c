@@ -122,6 +122,17 @@ static void param_layout(CUmodule mod)
   CHECK(big_fn != (CUfunction)big);
   CK(cuFuncGetParamInfo(big_fn, 0, &off, &size));
   CHECK(off == 0 && size == 512);
+  /* The parameter counts of newer drivers (not in this cuda.h): found by cuGetProcAddress. */
+  CUresult (*func_count)(CUfunction, size_t *), (*kernel_count)(CUkernel, size_t *);
+  CUdriverProcAddressQueryResult st;
+  CK(cuGetProcAddress("cuFuncGetParamCount", (void **)&func_count, 13010, 0, &st));
+  CK(cuGetProcAddress("cuKernelGetParamCount", (void **)&kernel_count, 13010, 0, &st));
+  size_t n = 0;
+  CK(func_count(mix, &n));
+  CHECK(n == 3);
+  CK(kernel_count(big, &n));
+  CHECK(n == 2);
+  CHECK(func_count((CUfunction)big, &n) == CUDA_ERROR_INVALID_HANDLE);
 }
 
 static void proc_address(void)

@@ -13,6 +13,8 @@
  *   --mode fork-start       main fork()s again and again while a thread makes the program's first
  *                           call a shim wraps (the one that starts it); each child makes one such
  *                           call and must end (`forked <n> during <m>`: m forks fell inside it)
+ *   --mode padding          the same arguments every iteration to a kernel whose parameters
+ *                           have padding (cg_step_mix), with the stack scribbled between launches
  * Prints `checksum <hex>` (and `launches <n>` where the count is fixed). */
 #include "prog.h"
 #include <pthread.h>
@@ -81,6 +83,40 @@ static int managed(void)
       chain(&k, k.s, acc, (unsigned long long)(i * 8 + j));
     h = prog_mix(h, read_acc(k.s, acc));
   }
+  printf("checksum %016llx\nlaunches 480\n", h);
+  return 0;
+}
+
+/* Writes `v`-dependent bytes over the stack below the caller, where the next call's locals
+ * (and an interposed launch wrapper's) will lie. */
+static __attribute__((noinline)) void scribble(unsigned v)
+{
+  volatile unsigned char junk[32768];
+  for (unsigned i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(v * 131 + i);
+}
+
+/* Nothing changes between iterations but the bytes the stack held before each launch: a replay
+ * must patch nothing (padding between parameters is no argument). */
+static int padding(void)
+{
+  struct setup k = setup();
+  CUdeviceptr p;
+  CK(cuMemAlloc(&p, 64 * sizeof(float)));
+  CK(cuMemsetD32(p, 0, 64));
+  int n = 64;
+  unsigned long long step = 7;  /* cg_step_mix(float *, int, unsigned long long): 4 padding bytes */
+  void *mix[] = { &p, &n, &step };
+  unsigned long long h = 14695981039346656037ULL;
+  for (int i = 0; i < 60; i++) {
+    for (int j = 0; j < 4; j++) {
+      scribble((unsigned)(i * 4 + j));
+      CK(cuLaunchKernel(k.mix, 1, 1, 1, 64, 1, 1, 0, k.s, mix, NULL));
+      scribble((unsigned)(i * 4 + j) ^ 0x55);
+      chain(&k, k.s, k.acc, 3);
+    }
+    h = prog_mix(h, read_acc(k.s, k.acc));
+  }
+  h = prog_mix_device(h, p, 64 * sizeof(float));
   printf("checksum %016llx\nlaunches 480\n", h);
   return 0;
 }
@@ -376,6 +412,7 @@ int main(int argc, char **argv)
   if (strcmp(mode, "managed") == 0) return managed();
   if (strcmp(mode, "fork-start") == 0) return fork_start(ctx);
   if (strcmp(mode, "idle") == 0) return idle();
-  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|ptds-threads|capture|capture-ptds|managed|idle|fork-start\n");
+  if (strcmp(mode, "padding") == 0) return padding();
+  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|ptds-threads|capture|capture-ptds|managed|idle|fork-start|padding\n");
   return 2;
 }

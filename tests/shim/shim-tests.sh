@@ -173,6 +173,34 @@ managed) # managed memory (CPU-offload style): exact, and noted once in the repo
   same_result e s; same_work e s
   [ "$(grep -c '"event":"note".*managed memory' "$tmp/s.jsonl")" = 1 ] || fail "managed memory not noted once"
   ;;
+no-errors) # the shim's own driver queries (parameter layouts of CUfunction and CUkernel handles)
+  # never fail: a debugger or compute-sanitizer would list each failing call as the program's error
+  eager e "$progs/fourway" --iters 20
+  shim s "$progs/fourway" --iters 20
+  same_result e s; same_work e s
+  [ "$(stat query_errors "$tmp/s.stats")" = "$(stat query_errors "$tmp/e.stats")" ] ||
+    fail "the fake answered $(stat query_errors "$tmp/s.stats") function/kernel queries with an error under the shim, $(stat query_errors "$tmp/e.stats") without"
+  [ "$(stat api.cuKernelGetParamCount "$tmp/s.stats")" -gt 0 ] && [ "$(stat api.cuFuncGetParamCount "$tmp/s.stats")" -gt 0 ] ||
+    fail "layouts were not asked by parameter count (cuFuncGetParamCount $(stat api.cuFuncGetParamCount "$tmp/s.stats"), cuKernelGetParamCount $(stat api.cuKernelGetParamCount "$tmp/s.stats"))"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  ;;
+padding) # the same arguments each iteration, other stack bytes in the padding between parameters:
+  # replays patch nothing (the padding is neither read from the program nor compared)
+  eager e "$progs/lifecycle" --mode padding
+  shim s "$progs/lifecycle" --mode padding
+  same_result e s; same_work e s
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  [ "$(summary "$tmp/s.jsonl" patches)" = 0 ] ||
+    fail "$(summary "$tmp/s.jsonl" patches) patches of unchanged arguments (fake: $(stat api.cuGraphExecKernelNodeSetParams_v2 "$tmp/s.stats") kernel node updates)"
+  ;;
+padding-valgrind) # the same under valgrind: no decision of the shim reads an uninitialised byte
+  # (backtraces off: libunwind probes addresses with write(2), which valgrind flags)
+  command -v valgrind > /dev/null || { echo "no valgrind: skipped"; exit 77; }
+  CUGRAFT_BACKTRACE=0 shim s valgrind -q --error-exitcode=9 "$progs/lifecycle" --mode padding
+  [ "$(cat "$tmp/s.rc")" = 0 ] ||
+    fail "valgrind: exit $(cat "$tmp/s.rc"), $(grep -c 'uninitialised' "$tmp/s.err") uses of uninitialised bytes: $(grep -m1 -A3 'uninitialised' "$tmp/s.err")"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  ;;
 spin|spin-ptds) # the host spins on memory a deferred kernel writes: the flusher must submit it
   # (lifecycle exits 3 after 5 s otherwise, as it does with CUGRAFT_MAX_DEFER_US=10000000)
   eager e "$progs/lifecycle" --mode "$case_name"
