@@ -4,15 +4,21 @@
 
 #include <stdlib.h>
 
-/* A stretch for one period: tokens t[lo, hi), `bad` positions off the pattern. */
+/* A stretch for one period: tokens t[lo, hi), `bad` disturbances of the pattern. */
 struct stretch {
 	size_t lo, hi, bad;
-	uint64_t weight;
+	uint64_t weight, per_iteration;  /* per_iteration: the launches of one period */
 };
 
 static uint64_t weight_of(const uint64_t *wsum, size_t lo, size_t hi)
 {
 	return wsum[hi] - wsum[lo];
+}
+
+/* The launches (weights) of t[lo, hi): a weight counts each token once more. */
+static uint64_t launches_in(const uint64_t *wsum, size_t lo, size_t hi)
+{
+	return wsum[hi] - wsum[lo] - (hi - lo);
 }
 
 /* The heaviest stretch of period p. A position i >= p is bad when t[i] != t[i - p]. Bad
@@ -26,7 +32,7 @@ static struct stretch heaviest(const uint32_t *t, size_t n, size_t p, const uint
 	badsum[0] = 0;
 	for (size_t i = 0; i < n; i++)
 		badsum[i + 1] = badsum[i] + (i >= p && t[i] != t[i - p]);
-	struct stretch best = { 0, 0, 0, 0 };
+	struct stretch best = { 0, 0, 0, 0, 0 };
 	size_t win = 4 * p + 4, seg = p;  /* the current stretch's positions start at seg */
 	for (size_t i = p; i <= n; i++) {
 		bool dense = false;
@@ -39,7 +45,7 @@ static struct stretch heaviest(const uint32_t *t, size_t n, size_t p, const uint
 		/* The stretch ends where the dense window starts (or at the end). */
 		size_t end = i < n ? i + 1 - win : n;
 		if (end > seg && end - seg + p >= 3 * p) {
-			struct stretch s = { seg - p, end, badsum[end] - badsum[seg], 0 };
+			struct stretch s = { seg - p, end, badsum[end] - badsum[seg], 0, 0 };
 			s.weight = weight_of(wsum, s.lo, s.hi);
 			if (s.weight > best.weight)
 				best = s;
@@ -60,11 +66,29 @@ static bool member(const uint32_t *set, size_t n, uint32_t v)
 	return bsearch(&v, set, n, sizeof(*set), cmp_u32) != NULL;
 }
 
+/* Disturbances of period p among positions [lo, hi): runs of positions off the pattern, bad
+ * positions less than a period apart being one run. A token inserted or changed once is one
+ * disturbance, however long the period (it puts up to p + 1 positions off). */
+static size_t disturbances(const uint32_t *t, size_t lo, size_t hi, size_t p)
+{
+	size_t runs = 0, last = 0;
+	bool any = false;
+	for (size_t i = lo; i < hi; i++)
+		if (t[i] != t[i - p]) {
+			runs += !any || i - last > p;
+			last = i;
+			any = true;
+		}
+	return runs;
+}
+
 /* Fixes the ends of stretch s of period p. They are known to within a window of noise: move
  * them out as far as the pattern holds exactly (the first period, compared against the
  * prologue, counted as off). Then a prologue or epilogue that repeats with this period too (a
- * run of frees after the loop) is trimmed: tokens the loop never makes, judged by the period
- * around the stretch's middle launch. `set` has room for p tokens. */
+ * run of frees after the loop) is trimmed: tokens the loop never makes, judged by the last
+ * period that ends with a launch (launch-free reads and frees follow a loop; a prologue can
+ * launch a lot, model initialisation does), and ends that launch too little. `set` has room
+ * for p tokens. */
 static struct stretch refine(const uint32_t *t, size_t n, size_t p, struct stretch s,
                              const uint64_t *wsum, const uint32_t *badsum, uint32_t *set)
 {
@@ -72,13 +96,10 @@ static struct stretch refine(const uint32_t *t, size_t n, size_t p, struct stret
 		s.lo--;
 	while (s.hi < n && t[s.hi] == t[s.hi - p])
 		s.hi++;
-	size_t mid = s.lo;
-	uint64_t half = wsum[s.lo] + weight_of(wsum, s.lo, s.hi) / 2;
-	while (mid + 1 < s.hi && wsum[mid + 1] < half)
-		mid++;
-	size_t from = mid >= s.lo + p / 2 ? mid - p / 2 : s.lo;
-	if (from + p > s.hi)
-		from = s.hi - p;
+	size_t from = s.hi;  /* the reference: the last period that ends with a launch */
+	while (from > s.lo + p && launches_in(wsum, from - 1, from) == 0)
+		from--;
+	from -= p;
 	for (size_t k = 0; k < p; k++)
 		set[k] = t[from + k];
 	qsort(set, p, sizeof(*set), cmp_u32);
@@ -86,9 +107,18 @@ static struct stretch refine(const uint32_t *t, size_t n, size_t p, struct stret
 		s.lo++;
 	while (s.hi > s.lo && !member(set, p, t[s.hi - 1]))
 		s.hi--;
+	/* Copies of the loop's own launch-free tokens (reads of results after the loop) repeat
+	 * with it too: an end whose last period carries less than half the launches of one
+	 * iteration is not the loop. */
+	uint64_t iteration = launches_in(wsum, from, from + p);
+	while (s.hi - s.lo >= p && 2 * launches_in(wsum, s.lo, s.lo + p) < iteration)
+		s.lo++;
+	while (s.hi - s.lo >= p && 2 * launches_in(wsum, s.hi - p, s.hi) < iteration)
+		s.hi--;
 	if (s.hi - s.lo < 3 * p)
-		return (struct stretch){ 0, 0, 0, 0 };
-	s.bad = badsum[s.hi] - badsum[s.lo + p];
+		return (struct stretch){ 0, 0, 0, 0, 0 };
+	s.bad = disturbances(t, s.lo + p, s.hi, p);
+	s.per_iteration = iteration;
 	s.weight = weight_of(wsum, s.lo, s.hi);
 	return s;
 }
@@ -117,7 +147,7 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 		if (s.weight == 0)
 			continue;
 		s = refine(t, n, p, s, wsum, badsum, set);
-		if (s.weight == 0 || s.bad * 20 > s.hi - s.lo - p)  /* more than 5% off the pattern */
+		if (s.weight == 0 || s.bad * 5 > (s.hi - s.lo) / p)  /* disturbed too often */
 			continue;
 		cand[p] = s;
 		if (s.weight > heaviest_weight)
@@ -128,14 +158,17 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 		p++;
 	if (p > max_period)
 		goto done;
-	/* Whole iterations, ending with the stretch: the latest ones are the steady state. */
+	/* Inserted tokens make the stretch longer than its iterations: count them by launches
+	 * where the loop launches (rounded: a changed launch count is noise too). */
 	const struct stretch *s = &cand[p];
+	uint64_t launches = launches_in(wsum, s->lo, s->hi);
 	out->period = p;
-	out->iterations = (s->hi - s->lo) / p;
-	out->first = s->hi - out->iterations * p;
-	out->mismatches = 0;
-	for (size_t i = out->first + p; i < s->hi; i++)
-		out->mismatches += t[i] != t[i - p];
+	out->first = s->lo;
+	out->tokens = s->hi - s->lo;
+	out->iterations = s->per_iteration ?
+	                  (size_t)((launches + s->per_iteration / 2) / s->per_iteration) :
+	                  out->tokens / p;
+	out->disturbances = s->bad;
 	found = true;
 done:
 	free(wsum);

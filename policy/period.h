@@ -10,21 +10,23 @@
 
 struct cg_period {
 	size_t period;      /* tokens per iteration */
-	size_t first;       /* t[first, first + iterations * period) are whole iterations */
+	size_t first;       /* t[first, first + tokens) is the loop: `iterations` iterations */
+	size_t tokens;
 	size_t iterations;
-	size_t mismatches;  /* positions in that stretch off the pattern (noise) */
+	size_t disturbances;  /* places in that stretch where the pattern broke (noise) */
 };
 
 /* Finds the program's iteration in t[0, n): the period p (1..max_period) of the longest
  * stretch that repeats at least three times, between a prologue and an epilogue (start-up and
  * teardown boundaries). weight[i] (NULL: all equal) is what token i stands for, the launches
  * since the previous boundary: the stretch carrying the most launches is the loop, not a run
- * of teardown frees that repeats as well. At most 5% of the stretch's positions may be off the
- * pattern: an inserted or changed token costs about one period of positions, so a rare extra
- * boundary is tolerated, while a run of foreign tokens ends the stretch. So is a token rarer
- * than one position in 20: a loop that logs every 100 steps has a period of one step. The
- * smallest period whose stretch carries nearly the most launches wins (twice the period
- * fits as well as the period itself). false: no period (or no memory). */
+ * of teardown frees that repeats as well. The pattern may break (a token inserted or changed)
+ * at most once per 5 iterations: a loop that reads its loss every 10 steps has a period of one
+ * step, while a run of foreign tokens ends the stretch. The price: a step made of one token
+ * repeated 4 times or more and another one (gradient accumulation with a sync per micro-step)
+ * counts its micro-steps as iterations; per-iteration ratios, such as the floor, are the same
+ * either way. The smallest period whose stretch carries nearly the most launches wins (twice
+ * the period fits as well as the period itself). false: no period (or no memory). */
 bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t max_period,
                     struct cg_period *out);
 
