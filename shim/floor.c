@@ -63,10 +63,8 @@ void cg_floor_start(void)
 	atomic_store(&cg_floor_timing, true);
 }
 
-void cg_floor_boundary(enum cg_reason why)
+void cg_floor_token(enum cg_reason why)
 {
-	if (!atomic_load_explicit(&cg_floor_timing, memory_order_relaxed))
-		return;
 	/* How often a program polls depends on timing, not on its loop. */
 	if (cg_tl_api && strstr(cg_tl_api, "Query"))
 		return;

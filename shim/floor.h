@@ -38,8 +38,14 @@ void cg_floor_launch(uint64_t t0);
 
 /* At start-up, when CUGRAFT_PROFILE is on: CUPTI activity (where it loads) and timing. */
 void cg_floor_start(void);
-/* A boundary the program made: one token of the iteration sequence. */
-void cg_floor_boundary(enum cg_reason why);
+/* A boundary the program made: one token of the iteration sequence (inline: the boundary
+ * path pays a load and a branch when profiling is off). */
+void cg_floor_token(enum cg_reason why);
+static inline void cg_floor_boundary(enum cg_reason why)
+{
+	if (atomic_load_explicit(&cg_floor_timing, memory_order_relaxed))
+		cg_floor_token(why);
+}
 /* At exit: flushes the activity records and writes "profile":{...} (nothing when off). */
 void cg_floor_json(struct cg_json *j);
 
