@@ -10,6 +10,7 @@
 
 #include "activity.h"
 #include "audit.h"
+#include "busy.h"
 #include "shim.h"
 
 /* 1M intervals (16 MiB): ~1,600 iterations of a 630-launch step. A longer run keeps its end,
@@ -165,46 +166,18 @@ void cg_activity_stats(struct cg_activity_stats *st)
 	pthread_mutex_unlock(&lock);
 }
 
-struct span { uint32_t dev; uint64_t start, end; };
-
-static int by_device_then_start(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
 uint64_t cg_activity_busy(uint64_t t0, uint64_t t1, int *dev)
 {
 	*dev = -1;
 	pthread_mutex_lock(&lock);
-	size_t n = kept < RING ? (size_t)kept : RING, m = 0;
-	struct span *s = ring ? malloc((n ? n : 1) * sizeof(*s)) : NULL;
-	for (size_t i = 0; s && i < n; i++) {
-		uint64_t a = ring[i].start, b = a + ring[i].ns;
-		if (b <= t0 || a >= t1)
-			continue;
-		s[m++] = (struct span){ ring[i].dev, a < t0 ? t0 : a, b > t1 ? t1 : b };
-	}
+	size_t n = kept < RING ? (size_t)kept : RING;
+	struct cg_span *s = ring ? malloc((n ? n : 1) * sizeof(*s)) : NULL;
+	for (size_t i = 0; s && i < n; i++)
+		s[i] = (struct cg_span){ ring[i].dev, ring[i].start, ring[i].start + ring[i].ns };
 	pthread_mutex_unlock(&lock);
 	if (!s)
 		return 0;
-	qsort(s, m, sizeof(*s), by_device_then_start);
-	uint64_t best = 0;
-	for (size_t i = 0; i < m;) {
-		uint32_t d = s[i].dev;
-		uint64_t busy = 0, end = 0;
-		for (; i < m && s[i].dev == d; i++)
-			if (s[i].end > end) {  /* the part past everything merged so far */
-				busy += s[i].end - (s[i].start > end ? s[i].start : end);
-				end = s[i].end;
-			}
-		if (*dev < 0 || busy > best) {
-			best = busy;
-			*dev = (int)d;
-		}
-	}
+	uint64_t busy = cg_busy_union(s, n, t0, t1, dev);
 	free(s);
-	return best;
+	return busy;
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # `cugraft profile` on the CPU fake driver: a loop with several host syncs per iteration is
-# counted by its iterations (one period of its boundaries and launches), not by its syncs; the
+# counted by its iterations (one period of its boundaries and launches), not by its syncs, and
+# computes what it computes alone; the
 # fake has no CUPTI activity, so the GPU busy time is said to be unavailable, never printed as
 # zero; the program's exit status comes through.
 # usage: profile.sh CUGRAFT SRCDIR BUILDDIR
@@ -18,6 +19,8 @@ export LD_LIBRARY_PATH
 # read every 10 iterations, set-up before and read-backs and frees after.
 out=$("$CG" profile -- "$PROG" --iters 60) || fail "exit $?"
 expect "$out" "launches per iteration 25"                      # the program's own count
+alone=$("$PROG" --iters 60 | grep '^checksum') || fail "syncloop alone failed"
+expect "$out" "$alone"                              # profiling changes nothing the program sees
 expect "$out" "iteration                  7 boundaries long"
 expect "$out" "the last 60 iterations measured"
 expect "$out" " · 25.0 launches · 5.0 syncs · "
