@@ -60,11 +60,12 @@ void cg_floor_start(void)
 	if (!activity)
 		cg_log(CG_LOG_INFO, "CUGRAFT_PROFILE: no GPU busy time: %s", activity_why);
 	started = now();
-	atomic_store(&cg_floor_timing, true);
+	atomic_store_explicit(&cg_floor_timing, true, memory_order_release);  /* ring, now */
 }
 
 void cg_floor_token(enum cg_reason why)
 {
+	atomic_thread_fence(memory_order_acquire);  /* pairs with the store that turned timing on */
 	/* How often a program polls depends on timing, not on its loop. */
 	if (cg_tl_api && strstr(cg_tl_api, "Query"))
 		return;
