@@ -3,15 +3,16 @@
 
 Input: a manifest (one line per run: workload, mode, exit status, seconds, iterations, whether
 the hand-made run must match) and the runs' files <workload>.<mode>.{out,losses} plus the
-cugraft run's report <workload>.report. Standard library only; the chart needs matplotlib."""
+cugraft run's report <workload>.report and the profile run's <workload>.profile (the floor
+column). Standard library only; the chart needs matplotlib."""
 import argparse
 import csv
 import json
 import os
 import sys
 
-MODES = ["eager", "disable", "record", "cugraft", "hand"]
-EXACT_MODES = ["eager", "disable", "record", "cugraft"]  # must be bit-identical to eager
+MODES = ["eager", "disable", "record", "profile", "cugraft", "hand"]
+EXACT_MODES = ["eager", "disable", "record", "profile", "cugraft"]  # must be bit-identical to eager
 
 
 def read(path):
@@ -60,7 +61,23 @@ def load(manifest, runs):
                            "fingerprint": fp if fp else None}
         if mode == "cugraft":
             w["summary"] = summary_event(os.path.join(runs, name + ".report"))
+        if mode == "profile":
+            w["profile"] = (summary_event(os.path.join(runs, name + ".profile")) or {}).get("profile")
     return workloads
+
+
+def floor(p):
+    """Per iteration of the profile run: (GPU busy us or None, iteration us, the most cugraft can
+    gain). As `cugraft profile` computes it (tools/cmd-profile.c, where its assumptions are
+    said): an iteration of wall W cannot get shorter than W - H (H: host time in launch calls,
+    which graphs remove) nor than B (GPU busy), so the gain is at most min(W/(W-H), W/B)."""
+    it = (p or {}).get("iterations") or 0
+    if not it or not p.get("wall_us"):
+        return None, None, None
+    w, h = p["wall_us"] / it, (p.get("launch_host_us") or 0) / it
+    b = p["gpu_busy_us"] / it if p.get("gpu_busy_us") is not None else None
+    bounds = ([w / (w - h)] if h < w else []) + ([w / b] if b else [])
+    return b, w, min(bounds) if bounds else None
 
 
 def verdict(w):
@@ -83,6 +100,7 @@ def row(name, w):
         share = (eager / cg - 1) / (eager / hand - 1)
     s = w.get("summary") or {}
     ops = s.get("ops")
+    busy, iter_us, most = floor(w.get("profile"))
     return {
         "workload": name,
         "eager_us": eager, "disable_us": t.get("disable"), "record_only_us": t.get("record"),
@@ -92,6 +110,7 @@ def row(name, w):
         "share_replayed": s.get("ops_replayed", 0) / ops if ops else None,
         "graph_launches": s.get("graph_launches"), "ops_eager": s.get("ops_eager"),
         "patches_per_graph_launch": s.get("patches_per_graph_launch"),
+        "profile_gpu_busy_us": busy, "profile_iter_us": iter_us, "floor": most,
         "fallbacks": s.get("fallbacks") or {},
         "identical": verdict(w),
         "failed": ",".join("%s(rc %d)" % (m, r["rc"]) for m, r in w["runs"].items() if r["rc"] != 0),
@@ -104,13 +123,16 @@ def fmt(v, spec):
 
 def print_table(rows):
     head = ["workload", "eager us", "cugraft us", "hand us", "cg/eager", "hand share",
-            "launch/it", "replayed", "patch/gl", "identical?"]
+            "launch/it", "replayed", "patch/gl", "busy/it us", "floor", "identical?"]
     body = [[r["workload"], fmt(r["eager_us"], "%.1f"), fmt(r["cugraft_us"], "%.1f"),
              fmt(r["hand_us"], "%.1f"), fmt(r["cugraft_over_eager"], "%.3f"),
              fmt(r["share_of_hand_speedup"] and 100 * r["share_of_hand_speedup"], "%.0f%%"),
              fmt(r["launches_per_iter"], "%.0f"),
              fmt(r["share_replayed"] and 100 * r["share_replayed"], "%.1f%%"),
-             fmt(r["patches_per_graph_launch"], "%.1f"), r["identical"]]
+             fmt(r["patches_per_graph_launch"], "%.1f"),
+             "-" if r["profile_iter_us"] is None else
+             "%s/%.0f" % (fmt(r["profile_gpu_busy_us"], "%.0f"), r["profile_iter_us"]),
+             fmt(r["floor"], "%.2fx"), r["identical"]]
             for r in rows]
     widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
     for line in [head, ["-" * n for n in widths]] + body:

@@ -83,7 +83,7 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
 	}
 }
 
-static void *open_cupti(void)
+void *cg_cupti_open(void)
 {
 	static const char *const names[] = {
 		"libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13",
@@ -105,7 +105,7 @@ static void *open_cupti(void)
 
 void cg_audit_start(void)
 {
-	void *h = open_cupti();
+	void *h = cg_cupti_open();
 	if (!h) {
 		cg_log(CG_LOG_WARN, "CUGRAFT_AUDIT: libcupti cannot be loaded; audit is off");
 		return;

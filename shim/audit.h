@@ -11,6 +11,8 @@ extern _Thread_local int cg_tl_forwarding;
 extern _Thread_local int cg_tl_deny_armed;
 
 void cg_audit_start(void);
+/* libcupti, dlopen'ed (the toolkit's usual places, then $CUDA_HOME), or NULL. */
+void *cg_cupti_open(void);
 /* "audit":{...} in the summary, when audit mode ran. */
 void cg_audit_json(struct cg_json *j);
 

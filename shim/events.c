@@ -11,6 +11,7 @@
 #include "deny.h"
 #include "driver.h"
 #include "events.h"
+#include "floor.h"
 #include "json.h"
 #include "options.h"
 #include "report.h"
@@ -30,6 +31,7 @@ static _Atomic uint64_t boundaries[CG_R_COUNT], bypassed[CG_R_COUNT];
 void cg_events_boundary(enum cg_reason why)
 {
 	atomic_fetch_add_explicit(&boundaries[why], 1, memory_order_relaxed);
+	cg_floor_boundary(why);
 }
 
 void cg_events_bypass(enum cg_reason why)
@@ -343,6 +345,7 @@ void cg_events_summary(void)
 	cg_json_arr_end(&j);
 	cg_layout_json_top(&j, "kernels", 20);
 	cg_audit_json(&j);
+	cg_floor_json(&j);
 	cg_report_finish(&j);
 }
 

@@ -15,6 +15,7 @@
 #include "checks.h"
 #include "driver.h"
 #include "events.h"
+#include "floor.h"
 #include "log.h"
 #include "options.h"
 #include "report.h"
@@ -198,6 +199,8 @@ void cg_shim_start(void)
 	cg_events_catch_fatal();
 	if (cg_opt_bool(CG_OPT_AUDIT))
 		cg_audit_start();
+	if (cg_opt_bool(CG_OPT_PROFILE))  /* before atexit: CUPTI's exit work runs after ours */
+		cg_floor_start();
 	if (cg_shim.engine && !cg_shim.record_only)
 		start_flusher();
 	atexit(on_exit_handler);

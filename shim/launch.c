@@ -6,6 +6,7 @@
 
 #include "driver.h"
 #include "events.h"
+#include "floor.h"
 #include "log.h"
 #include "options.h"
 #include "shim.h"
@@ -189,14 +190,14 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		cg_events_bypass(why);                                                          \
 		cg_boundary_stream(h, ptsz, why);                                               \
 		cg_tl_forwarding++;                                                             \
-		CUresult r_ = FWD;                                                              \
+		CUresult r_ = CG_FLOOR_TIMED(FWD);                                              \
 		cg_tl_forwarding--;                                                             \
 		return r_;                                                                      \
 	}                                                                                       \
 	if (take(s_, &op))                                                                      \
 		return CUDA_SUCCESS;                                                            \
 	cg_tl_forwarding++;                                                                     \
-	CUresult r_ = FWD;                                                                      \
+	CUresult r_ = CG_FLOOR_TIMED(FWD);                                                      \
 	cg_tl_forwarding--;                                                                     \
 	release(s_);                                                                            \
 	return r_;

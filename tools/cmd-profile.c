@@ -1,6 +1,7 @@
 /* `cugraft profile -- CMD ARGS...`: runs CMD with the library in record-only mode (it learns
- * and counts but never defers) and prints what the summary supports about the job's shape:
- * launches and syncs per iteration and the share of ops that repeat. Estimates say so. */
+ * and counts but never defers) and in profile mode (CUGRAFT_PROFILE: launch-call host time,
+ * the boundary sequence whose period is the iteration, GPU busy time from CUPTI), and prints
+ * the job's shape per iteration and the most cugraft can gain. Estimates say so. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +11,38 @@
 #include "cugraft.h"
 #include "reportfile.h"
 
-/* Reads and removes every report the job's processes wrote into dir. */
-static void cg_profile_collect(const char *dir, struct cg_merged *m)
+/* The summary's "profile":{...} of one process (shim/floor.c). */
+struct cg_profile {
+	bool found;
+	bool iterations_found;    /* else the figures are the whole run's */
+	double wall_us, launch_host_us, launch_calls, iterations, period, syncs;
+	double gpu_busy_us;       /* < 0: unavailable, for the reason in `why` */
+	char why[160];
+};
+
+static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
+{
+	const struct jv *o = jv_get(summary, "profile");
+	if (o == NULL || o->type != JV_OBJ)
+		return;
+	p->found = true;
+	const char *window = jv_str(jv_get(o, "window"));
+	p->iterations_found = window && strcmp(window, "iterations") == 0;
+	p->wall_us = jv_num(jv_get(o, "wall_us"), 0);
+	p->launch_host_us = jv_num(jv_get(o, "launch_host_us"), 0);
+	p->launch_calls = jv_num(jv_get(o, "launch_calls"), 0);
+	p->iterations = jv_num(jv_get(o, "iterations"), 0);
+	p->period = jv_num(jv_get(o, "period_boundaries"), 0);
+	p->syncs = jv_num(jv_get(o, "syncs"), 0);
+	p->gpu_busy_us = jv_num(jv_get(o, "gpu_busy_us"), -1);
+	const char *why = jv_str(jv_get(o, "gpu_busy_unavailable"));
+	snprintf(p->why, sizeof p->why, "%s", why ? why : "not in the report");
+}
+
+/* Reads and removes every report the job's processes wrote into dir. The profile shown is the
+ * process that launched most (one rank of a data-parallel job stands for the others). */
+static void cg_profile_collect(const char *dir, struct cg_merged *m, struct cg_profile *best,
+                               size_t *profiles)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -24,6 +55,11 @@ static void cg_profile_collect(const char *dir, struct cg_merged *m)
 		if (cg_rfile_load(&f, path)) {
 			if (f.summary != NULL || f.n_fallbacks > 0)
 				cg_merged_add(m, &f);
+			struct cg_profile p = { 0 };
+			if (f.summary != NULL)
+				cg_profile_read(&p, f.summary);
+			if (p.found && ((*profiles)++ == 0 || p.launch_calls > best->launch_calls))
+				*best = p;
 			cg_rfile_free(&f);
 		}
 		unlink(path);
@@ -33,7 +69,54 @@ static void cg_profile_collect(const char *dir, struct cg_merged *m)
 	rmdir(dir);
 }
 
-static void cg_profile_print(const struct cg_merged *m)
+/* Milliseconds above 1 ms, else microseconds. */
+static const char *cg_time(char *buf, size_t len, double us)
+{
+	if (us >= 1000)
+		snprintf(buf, len, "%.2f ms", us / 1000);
+	else
+		snprintf(buf, len, "%.1f us", us);
+	return buf;
+}
+
+/* The most cugraft can gain, from one iteration's wall time W, the host time H in launch calls
+ * and the GPU busy time B (the union of its kernels, memsets and copies on the busiest device).
+ * Replaying graphs removes (nearly all of) H from the host's path and nothing from the GPU's:
+ * the iteration cannot get shorter than W - H, the host's other work, nor than B, so the gain is
+ * at most min(W / (W - H), W / B). What it rests on: the host's other work (framework code,
+ * waits at syncs) is taken to stay as it is, although a wait for a GPU that finishes earlier
+ * shrinks too, which this bound does not credit; graph launches and patches cost some host
+ * time back (not subtracted: "at most"); B assumes graphs do not make kernels themselves
+ * faster; and the profiled run carries CUPTI's own cost per launch, which inflates W and H
+ * alike. Several threads launching at once can make H exceed W: then only B bounds. */
+static void cg_profile_floor(const struct cg_profile *p, double per)
+{
+	char a[32], b[32], c[32];
+	double w = p->wall_us / per, h = p->launch_host_us / per, busy = p->gpu_busy_us / per;
+	const char *unit = p->iterations_found ? "per iteration" : "over the run";
+	double host_bound = h < w ? w / (w - h) : 0;  /* 0: unbounded from the host side */
+	if (p->gpu_busy_us < 0) {
+		printf("  GPU busy                   unavailable (%s)\n", p->why);
+		if (host_bound > 0)
+			printf("  the floor                  launch calls %s of %s %s: at most %.2fx if the "
+			       "GPU keeps up (GPU busy time unknown)\n",
+			       cg_time(a, sizeof a, h), cg_time(b, sizeof b, w), unit, host_bound);
+		return;
+	}
+	double gpu_bound = busy > 0 ? w / busy : 0;
+	bool gpu_bound_wins = host_bound == 0 || (gpu_bound > 0 && gpu_bound <= host_bound);
+	double bound = gpu_bound_wins ? gpu_bound : host_bound;
+	printf("  GPU busy                   %.0f%% of the wall time\n", w > 0 ? 100 * busy / w : 0);
+	printf("  the floor                  GPU busy %s of %s %s; launch calls %s; the job is %s",
+	       cg_time(a, sizeof a, busy), cg_time(b, sizeof b, w), unit, cg_time(c, sizeof c, h),
+	       gpu_bound_wins ? "GPU-bound" : "host-bound");
+	if (bound > 0)
+		printf(": at most %.2fx\n", bound);
+	else
+		printf(": no bound (no GPU work recorded in the window)\n");
+}
+
+static void cg_profile_print(const struct cg_merged *m, const struct cg_profile *p, size_t profiles)
 {
 	printf("cugraft profile (record-only: nothing was deferred or graphed)\n");
 	if (m->files == 0 || m->partial == m->files) {
@@ -41,38 +124,39 @@ static void cg_profile_print(const struct cg_merged *m)
 		return;
 	}
 	double launches = cg_merged_total(m, "launches", 0), ops = cg_merged_total(m, "ops", 0);
-	const struct cg_counts *b = cg_merged_map(m, "boundaries");
-	double syncs = 0;
-	for (size_t i = 0; b && i < b->n; i++)
-		if (strcmp(b->names[i], "sync") == 0)
-			syncs = b->counts[i];
-	double iters = cg_merged_total(m, "iterations_estimate", 0);
-	const char *iters_from = "the summary's iterations_estimate";
-	if (iters <= 0 && syncs > 0) {
-		iters = syncs;
-		iters_from = "one iteration per sync point (assumed)";
-	}
-	printf("  processes with CUDA work   %zu\n", m->files);
+	printf("  processes with CUDA work   %zu%s\n", m->files,
+	       profiles > 1 ? " (per-iteration figures: the one that launched most)" : "");
 	printf("  ops / launches             %.0f / %.0f\n", ops, launches);
-	if (iters > 0) {
-		printf("  iterations (estimate)      %.0f, from %s\n", iters, iters_from);
-		printf("  launches per iteration     %.1f (estimate)\n", launches / iters);
-		if (cg_merged_total(m, "iterations_estimate", 0) > 0)
-			printf("  syncs per iteration        %.1f (estimate)\n", syncs / iters);
+	double per_iter = 0;
+	if (p->found && p->iterations_found) {
+		per_iter = p->launch_calls / p->iterations;
+		char a[32], b[32];
+		printf("  iteration                  %.0f boundaries long (the period of the program's "
+		       "boundaries and launches); the last %.0f iterations measured\n",
+		       p->period, p->iterations);
+		printf("  per iteration              %s wall · %.1f launches · %.1f syncs · %s in launch calls\n",
+		       cg_time(a, sizeof a, p->wall_us / p->iterations), per_iter,
+		       p->syncs / p->iterations, cg_time(b, sizeof b, p->launch_host_us / p->iterations));
+		cg_profile_floor(p, p->iterations);
+	} else if (p->found) {
+		char a[32], b[32];
+		printf("  iterations                 none found (no repeating sequence of boundaries); "
+		       "figures over the run\n");
+		printf("  over the run               %s wall · %.0f launches · %s in launch calls\n",
+		       cg_time(a, sizeof a, p->wall_us), p->launch_calls,
+		       cg_time(b, sizeof b, p->launch_host_us));
+		cg_profile_floor(p, 1);
 	} else {
-		printf("  iterations                 unknown (no sync points and no iterations_estimate)\n");
+		printf("  iterations                 unknown (the summary has no profile)\n");
 	}
 	double replayable = cg_merged_total(m, "ops_replayable", -1);
 	if (replayable >= 0 && ops > 0) {
 		double share = replayable / ops;
 		printf("  learnable share            %.1f%% of ops repeat (ops_replayable / ops)\n", 100 * share);
-		double per_iter = iters > 0 ? launches / iters : 0;
 		printf("  rough verdict              %s\n",
 		       share < 0.5 ? "little repeats: graphs will help little" :
 		       per_iter >= 100 ? "many launches per iteration that repeat: graphs are likely to help" :
 		       "the work repeats but iterations launch little: expect a small gain");
-	} else {
-		printf("  learnable share            not in this report (run `cugraft run` and read its report)\n");
 	}
 }
 
@@ -81,7 +165,9 @@ int cg_cmd_profile(int argc, char **argv)
 	int i = 1;
 	if (i < argc && (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)) {
 		printf("usage: cugraft profile -- CMD ARGS...\n"
-		       "Runs CMD with CUGRAFT_RECORD_ONLY=1 and prints launches and syncs per iteration.\n");
+		       "Runs CMD with CUGRAFT_RECORD_ONLY=1 CUGRAFT_PROFILE=1 and prints, per iteration,\n"
+		       "the wall time, GPU busy time, host time in launch calls, launches and syncs,\n"
+		       "and the most cugraft can gain.\n");
 		return 0;
 	}
 	if (i < argc && strcmp(argv[i], "--") == 0)
@@ -107,12 +193,15 @@ int cg_cmd_profile(int argc, char **argv)
 	struct cg_env env[] = {
 		{ "LD_PRELOAD", cg_preload_value(lib) },
 		{ "CUGRAFT_RECORD_ONLY", "1" },
+		{ "CUGRAFT_PROFILE", "1" },
 		{ "CUGRAFT_REPORT", pattern },
 	};
 	int status = cg_spawn(argv + i, env, sizeof env / sizeof env[0], NULL);
 	struct cg_merged m = { 0 };
-	cg_profile_collect(dir, &m);
-	cg_profile_print(&m);
+	struct cg_profile best = { 0 };
+	size_t profiles = 0;
+	cg_profile_collect(dir, &m, &best, &profiles);
+	cg_profile_print(&m, &best, profiles);
 	cg_merged_free(&m);
 	return status;
 }

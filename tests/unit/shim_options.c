@@ -189,7 +189,7 @@ static void test_options_json(void **state)
 	assert_non_null(strstr(line, ",\"options\":{\"CUGRAFT_DISABLE\":false,\"CUGRAFT_WARMUP\":3,"));
 	assert_non_null(strstr(line, "\"CUGRAFT_SCOPE\":\"kernels,memops\""));
 	assert_non_null(strstr(line, "\"CUGRAFT_LOG\":\"warn\""));
-	assert_non_null(strstr(line, "\"CUGRAFT_RECORD_ONLY\":false}}\n"));
+	assert_non_null(strstr(line, "\"CUGRAFT_RECORD_ONLY\":false,\"CUGRAFT_PROFILE\":false}}\n"));
 }
 
 static void test_scope(void **state)

@@ -1,0 +1,52 @@
+/* Profile mode (CUGRAFT_PROFILE=1, set by `cugraft profile`): what the program's iteration is
+ * made of, so the user learns what cugraft can gain at most before trying it. The host time
+ * spent in the driver's launch calls, the boundary-token sequence that gives the iteration
+ * (policy/period.h), and the GPU busy time from CUPTI activity records (activity.h). Written as
+ * the summary's "profile":{...}. */
+#ifndef CG_SHIM_FLOOR_H
+#define CG_SHIM_FLOOR_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cuda.h>
+
+#include "policy/reason.h"
+
+struct cg_json;
+
+/* Set once at start-up when profiling; read on every launch (one load and a branch). */
+extern atomic_bool cg_floor_timing;
+
+static inline uint64_t cg_floor_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A launch call of the program took the driver from t0 until now. */
+void cg_floor_launch(uint64_t t0);
+
+/* The real driver call of a program launch, timed only when profiling: off, it costs a
+ * relaxed load and a predictable branch (both arms are the same call). */
+#define CG_FLOOR_TIMED(call)                                                                    \
+	(atomic_load_explicit(&cg_floor_timing, memory_order_relaxed) ?                         \
+	 ({ uint64_t t0_ = cg_floor_mono_ns(); CUresult fr_ = (call); cg_floor_launch(t0_); fr_; }) : \
+	 (call))
+
+/* At start-up, when CUGRAFT_PROFILE is on: CUPTI activity (where it loads) and timing. */
+void cg_floor_start(void);
+/* A boundary the program made: one token of the iteration sequence (inline: the boundary
+ * path pays a load and a branch when profiling is off). */
+void cg_floor_token(enum cg_reason why);
+static inline void cg_floor_boundary(enum cg_reason why)
+{
+	if (atomic_load_explicit(&cg_floor_timing, memory_order_relaxed))
+		cg_floor_token(why);
+}
+/* At exit: flushes the activity records and writes "profile":{...} (nothing when off). */
+void cg_floor_json(struct cg_json *j);
+
+#endif

@@ -1,0 +1,58 @@
+/* syncloop: a training-loop shape with several host syncs per iteration, for `cugraft profile`:
+ * set-up (allocations, synchronous memsets), then per iteration an input upload and K stages,
+ * stage k launching k + 3 chained kernels and ending with a stream sync, the last one reading
+ * the "loss" back; a logging read every 10 iterations; then read-backs and frees. Prints
+ * `checksum <hex>` and `launches per iteration <n>` (what the profile must find).
+ * usage: syncloop [--iters N] [--syncs K] */
+#include "prog.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+  int iters = prog_iters(argc, argv, 40);
+  const char *syncs_opt = prog_opt(argc, argv, "--syncs");
+  int syncs = syncs_opt ? atoi(syncs_opt) : 5;
+  prog_init();
+  CUmodule mod = prog_module();
+  CUfunction chain = prog_fn(mod, "cg_chain");
+  CUstream s;
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr acc, input, bufs[4];
+  CK(cuMemAlloc(&acc, 8));
+  CK(cuMemAlloc(&input, 8));
+  for (int i = 0; i < 4; i++) {
+    CK(cuMemAlloc(&bufs[i], 256));
+    CK(cuMemsetD32(bufs[i], 0, 64));
+  }
+  CK(cuMemsetD8(acc, 0, 8));
+
+  unsigned long long h = 14695981039346656037ULL, tag = 0, per_iter = 0;
+  for (int it = 0; it < iters; it++) {
+    unsigned long long in = (unsigned long long)it * 7 + 1;
+    CK(cuMemcpyHtoDAsync(input, &in, sizeof in, s));
+    per_iter = 0;
+    for (int k = 0; k < syncs; k++) {
+      for (int l = 0; l < k + 3; l++, per_iter++) {
+        tag++;
+        void *p[] = { &acc, &tag };
+        prog_launch(chain, 0, s, p);
+      }
+      CK(cuStreamSynchronize(s));
+    }
+    unsigned long long loss;
+    CK(cuMemcpyDtoH(&loss, acc, sizeof loss));
+    h = prog_mix(h, loss);
+    if (it % 10 == 9) {  /* logging, every 10 steps */
+      unsigned long long x;
+      CK(cuMemcpyDtoH(&x, input, sizeof x));
+      h = prog_mix(h, x);
+    }
+  }
+  for (int i = 0; i < 4; i++) {
+    h = prog_mix_device(h, bufs[i], 256);
+    CK(cuMemFree(bufs[i]));
+  }
+  printf("checksum %016llx\nlaunches per iteration %llu\n", h, per_iter);
+  return 0;
+}

@@ -1,0 +1,51 @@
+#!/bin/sh
+# `cugraft profile` on the CPU fake driver: a loop with several host syncs per iteration is
+# counted by its iterations (one period of its boundaries and launches), not by its syncs, and
+# computes what it computes alone; the
+# fake has no CUPTI activity, so the GPU busy time is said to be unavailable, never printed as
+# zero; the program's exit status comes through.
+# usage: profile.sh CUGRAFT SRCDIR BUILDDIR
+set -u
+CG=$1 BUILD=$3
+fail() { echo "FAIL: $*"; exit 1; }
+expect() { printf '%s\n' "$1" | grep -qF -- "$2" || { printf '%s\n' "$1"; fail "missing: $2"; }; }
+refuse() { ! printf '%s\n' "$1" | grep -qE -- "$2" || { printf '%s\n' "$1"; fail "unexpected: $2"; }; }
+PROG=$BUILD/tests/programs/syncloop
+[ -x "$PROG" ] && [ -f "$BUILD/tests/fakecuda/libcuda.so.1" ] || exit 77
+LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+
+# 5 syncs per iteration (3+4+5+6+7 launches), an input upload and a loss read each, a logging
+# read every 10 iterations, set-up before and read-backs and frees after.
+out=$("$CG" profile -- "$PROG" --iters 60) || fail "exit $?"
+expect "$out" "launches per iteration 25"                      # the program's own count
+alone=$("$PROG" --iters 60 | grep '^checksum') || fail "syncloop alone failed"
+expect "$out" "$alone"                              # profiling changes nothing the program sees
+expect "$out" "iteration                  7 boundaries long"
+expect "$out" "the last 60 iterations measured"
+expect "$out" " · 25.0 launches · 5.0 syncs · "
+expect "$out" "GPU busy                   unavailable ("
+refuse "$out" "GPU busy +[0-9]|GPU busy 0"
+expect "$out" "the floor                  launch calls "
+expect "$out" "per iteration: at most "
+expect "$out" "x if the GPU keeps up (GPU busy time unknown)"
+echo "5 syncs per iteration: 25 launches per iteration, GPU busy unavailable"
+
+out=$("$CG" profile -- "$PROG" --iters 40 --syncs 8) || fail "exit $?"
+expect "$out" "launches per iteration 52"
+expect "$out" "iteration                  10 boundaries long"
+expect "$out" "the last 40 iterations measured"
+expect "$out" " · 52.0 launches · 8.0 syncs · "
+echo "8 syncs per iteration: 52 launches per iteration"
+
+# Too short to repeat: figures over the run, said so.
+out=$("$CG" profile -- "$PROG" --iters 2) || fail "exit $?"
+expect "$out" "none found (no repeating sequence of boundaries); figures over the run"
+expect "$out" "over the run               "
+expect "$out" " · 50 launches · "
+echo "no iteration: figures over the run"
+
+out=$("$CG" profile -- sh -c 'exit 3'); rc=$?
+[ "$rc" -eq 3 ] || fail "exit status 3 came back as $rc"
+expect "$out" "no summary was written"
+echo "exit status and a program without CUDA"
