@@ -57,6 +57,7 @@ struct cg_stream {
 	uint64_t epoch;             /* program boundaries so far: instance positions restart */
 	uint32_t timeouts;          /* deferrals that hit the budget */
 	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
+	bool at_boundary;           /* no op since the last boundary (or since it was made) */
 	struct cg_index ix;
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
 	uint8_t fallback_events[CG_R_COUNT];
@@ -672,6 +673,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 	uint64_t hash = op->hash ? op->hash : cg_sig_hash(op->sig, op->sig_len);
 	s->op_index++;
 	s->just_launched = 0;
+	s->at_boundary = false;
 	ST(s, ops, 1);
 	if (s->e->cfg.measure)
 		control_op(s);
@@ -722,6 +724,19 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 		if (t)
 			t->waited = true;
 	}
+	s->just_launched = 0;  /* marked: a later wait is not right after it */
+	s->at_boundary = true;
+}
+
+bool cg_stream_settled(const struct cg_stream *s)
+{
+	return s->at_boundary && !s->deferring;
+}
+
+void cg_engine_note_wait(struct cg_engine *e)
+{
+	if (e->cfg.measure)
+		control_wait(e);
 }
 
 /* The deferred ops waited the whole deferral budget for their chunk to complete. Once in a
@@ -864,6 +879,7 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->be_stream = be_stream;
 	s->id = id;
 	s->cand_cap = 8;
+	s->at_boundary = true;
 	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));
 	s->ops = e->mem(NULL, e->cfg.chunk_max * sizeof(*s->ops));
 	bool sc_ok = cg_scratch_init(&s->sc, e->cfg.chunk_max, e->mem);

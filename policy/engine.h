@@ -62,6 +62,13 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why);
  * timeout flusher and by observers on other threads). Returns true if anything was pending. */
 bool cg_flush(struct cg_stream *s, enum cg_reason why);
 
+/* Nothing happened on the stream since its last boundary (or since it was made): another
+ * boundary now would change nothing but a count, so the shim may skip the engine for it (the
+ * waits of such boundaries still go to cg_engine_note_wait). Call with the lock held. */
+bool cg_stream_settled(const struct cg_stream *s);
+/* The host waited for the GPU (the controller's intervals end there); lock-free. */
+void cg_engine_note_wait(struct cg_engine *e);
+
 /* Cheap checks for the shim's hot paths and the flusher (no lock needed to read). */
 bool cg_stream_pending(const struct cg_stream *s);
 /* Monotonic ns at which the oldest pending op was deferred (0 when none), read from the clock

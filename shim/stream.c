@@ -188,6 +188,7 @@ struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
 /* --- pending bookkeeping ------------------------------------------------------------------- */
 void cg_stream_sync_pending(struct cg_sstate *s)
 {
+	atomic_store_explicit(&s->settled, !s->eng || cg_stream_settled(s->eng), memory_order_release);
 	bool p = s->eng && cg_stream_pending(s->eng);
 	if (s->per_thread && !cg_ptds_settle(s, p)) {
 		cg_flush(s->eng, CG_R_PER_THREAD); /* nobody else could submit it: now */
@@ -274,6 +275,15 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 	if (!s)
 		return;
 	cg_stream_order(s);
+	/* The pass-through path of event records, stream queries and the program's own graph
+	 * launches: nothing happened on the stream since its last boundary, so there is nothing
+	 * to flush or cut, and no lock to take. */
+	if (atomic_load_explicit(&s->settled, memory_order_acquire) &&
+	    (!s->per_thread || atomic_load_explicit(&cg_ptds_outstanding, memory_order_acquire) == 0)) {
+		if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && cg_shim.engine)
+			cg_engine_note_wait(cg_shim.engine);
+		return;
+	}
 	pthread_mutex_lock(&s->lock);
 	if (s->per_thread)
 		cg_ptds_catch_up(s);

@@ -116,6 +116,36 @@ static void test_steady_loop_replays(void **state)
 	rig_down(&r);
 }
 
+/* A stream is settled (the shim may skip the engine for a boundary) only where a boundary
+ * would change nothing: right after another boundary with no op since, and never while work is
+ * deferred. */
+static void test_settled_only_between_boundaries(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	assert_true(cg_stream_settled(r.s[0]));  /* a new stream: nothing to cut */
+	for (int it = 0; it < 6; it++) {
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+			assert_false(cg_stream_settled(r.s[0]));
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		assert_true(cg_stream_settled(r.s[0]));
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_EVENT);
+		assert_true(cg_stream_settled(r.s[0]));
+	}
+	/* Mid-iteration, deferred work pending: not settled, whatever the flusher does. */
+	struct cg_op op = mkop(0, 1, 0x7000000, 1);
+	assert_int_equal(fake_submit(&r.fb, r.s[0], 0, &op), CG_TAKEN);
+	assert_false(cg_stream_settled(r.s[0]));
+	fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);
+	assert_false(cg_stream_settled(r.s[0]));
+	fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	assert_true(cg_stream_settled(r.s[0]));
+	rig_down(&r);
+}
+
 static void test_pointer_drift_patches_only(void **state)
 {
 	struct rig r;
@@ -784,6 +814,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steady_loop_replays),
+		cmocka_unit_test(test_settled_only_between_boundaries),
 		cmocka_unit_test(test_pointer_drift_patches_only),
 		cmocka_unit_test(test_scalar_every_step_patched),
 		cmocka_unit_test(test_recurring_chunk_instances),
