@@ -9,6 +9,7 @@
 #include <time.h>
 #include "policy/chunk.h"
 #include "policy/engine.h"
+#include "policy/period.h"
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
@@ -48,6 +49,7 @@ struct cg_stream {
 	uint32_t slow_retry;        /* boundaries after which a slow stream tries deferring again */
 	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
 	struct cg_index ix;
+	struct cg_period per;       /* where this stream's loop is cut */
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
 	uint8_t fallback_events[CG_R_COUNT];
 	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
@@ -382,11 +384,16 @@ static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 	return true;
 }
 
-/* Which instance runs this occurrence: its position since the last program boundary. */
+/* Which instance runs this occurrence: its position since the last program boundary or, in a
+ * loop longer than a chunk, the start of the loop's iteration (a loop with no host sync would
+ * otherwise cycle through every instance and hold CG_INSTANCES graphs of each chunk). */
 static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 {
-	if (t->occ_epoch != s->epoch) {
-		t->occ_epoch = s->epoch;
+	uint64_t epoch = s->epoch;
+	if (s->per.period >= s->e->cfg.chunk_max)
+		epoch += s->per.iterations;
+	if (t->occ_epoch != epoch) {
+		t->occ_epoch = epoch;
 		t->occ = 0;
 	}
 	uint32_t k = t->occ++ % CG_INSTANCES;
@@ -579,6 +586,10 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
 	                .chunk_ops = pos, .expected = expected.sig ? &expected : NULL, .got = &got });
 	s->why = CG_R_DIVERGENCE;
+	/* The deferred ops end where the loop is cut (period.c): they are a chunk of their own, as
+	 * they are where they were learned, so that the cuts after them stay in step. */
+	if (cg_period_cut_before(&s->per))
+		cut(s, true);
 }
 
 /* The op runs eagerly (the caller submits it) and is learned. */
@@ -589,8 +600,10 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	s->passed++;
 	ST(s, ops_eager, 1);
 	uint32_t n = s->sc.n;
-	if (n >= e->cfg.chunk_max || (n >= e->chunk_min && (hash >> 32) < e->cdc_below))
+	if (n >= e->cfg.chunk_max || (n >= e->chunk_min && (hash >> 32) < e->cdc_below) || s->per.cut) {
+		cg_period_chunk_end(&s->per);
 		cut(s, true);
+	}
 	return CG_PASS;
 }
 
@@ -600,6 +613,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 	s->op_index++;
 	s->just_launched = 0;
 	ST(s, ops, 1);
+	cg_period_push(&s->per, hash, s->e->mem);
 	if (s->deferring) {
 		if (follow(s, op, hash))
 			return CG_TAKEN;
@@ -798,6 +812,8 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->be_stream = be_stream;
 	s->id = id;
 	s->cand_cap = 8;
+	/* a loop of one kernel: chunks of half the longest */
+	cg_period_init(&s->per, e->cfg.chunk_max / 2);
 	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));
 	s->ops = e->mem(NULL, e->cfg.chunk_max * sizeof(*s->ops));
 	bool sc_ok = cg_scratch_init(&s->sc, e->cfg.chunk_max, e->mem);
@@ -853,6 +869,7 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 	pthread_mutex_unlock(&e->lock);
 	cg_index_fini(&s->ix);
 	cg_scratch_fini(&s->sc, e->mem);
+	cg_period_fini(&s->per, e->mem);
 	e->mem(s->cand, 0);
 	e->mem(s->ops, 0);
 	e->mem(s, 0);

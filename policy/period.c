@@ -1,0 +1,138 @@
+/* Period detection (period.h). Each op's context (it and the ops just before it) is hashed
+ * into a ring; a hypothesis "the stream repeats every `cand` ops" comes from where the current
+ * context was last seen and lives while contexts keep matching `cand` back. Once it has held
+ * for a period (or LOCK_RUN ops of a long one) the period is locked and a context of the loop,
+ * the anchor, marks where chunks end: chosen by content, it stays put when extra work shifts an
+ * iteration, and it is the same in every run of the same program. */
+#include <string.h>
+#include "policy/mix.h"
+#include "policy/period.h"
+
+#define CG_PERIOD_MAX 16384u  /* longest period found: the ring's size (192 KiB per stream) */
+#define CG_PERIOD_FIRST 256u  /* the ring grows as the stream does */
+#define LOCK_RUN 32           /* matching contexts that lock a period longer than this */
+#define MIN_RUN 8             /* fewest matching contexts that lock any period */
+
+/* The window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^16 takes out the op leaving it. */
+#define MUL 0x9e3779b97f4a7c15ull
+#define MUL2 (MUL * MUL)
+#define MUL4 (MUL2 * MUL2)
+#define MUL8 (MUL4 * MUL4)
+#define MUL16 (MUL8 * MUL8)
+_Static_assert(CG_PERIOD_CONTEXT == 16, "MUL16 is MUL^CG_PERIOD_CONTEXT");
+
+void cg_period_init(struct cg_period *p, uint32_t gap)
+{
+	memset(p, 0, sizeof(*p));
+	p->gap = gap ? gap : 1;
+}
+
+void cg_period_fini(struct cg_period *p, void *(*mem)(void *, size_t))
+{
+	mem(p->ring, 0);
+	mem(p->seen, 0);
+	p->ring = NULL;
+	p->seen = NULL;
+}
+
+/* Double the ring (it is full: t == mask + 1), keeping every context and where it was seen. */
+static bool grow(struct cg_period *p, void *(*mem)(void *, size_t))
+{
+	uint32_t cap = p->ring ? 2 * (p->mask + 1) : CG_PERIOD_FIRST;
+	uint32_t *ring = mem(NULL, cap * sizeof(*ring));
+	struct cg_period_seen *seen = ring ? mem(NULL, cap * sizeof(*seen)) : NULL;
+	if (!seen) {
+		mem(ring, 0);
+		return false;
+	}
+	memset(seen, 0, cap * sizeof(*seen));
+	for (uint64_t i = 0; i < p->t; i++) {
+		uint32_t ctx = p->ring[i & p->mask];
+		ring[i & (cap - 1)] = ctx;
+		seen[ctx & (cap - 1)] = (struct cg_period_seen){ ctx, (uint32_t)i };
+	}
+	cg_period_fini(p, mem);
+	p->ring = ring;
+	p->seen = seen;
+	p->mask = cap - 1;
+	return true;
+}
+
+/* The hypothesis held long enough: lock it. The anchor stays when it occurs in the new loop (a
+ * loop found first by its repeated layers, then as a whole, keeps its cuts; extra work that
+ * hid one occurrence does not move them); else the next chunk end becomes the anchor, so that
+ * cuts that were already the same every iteration (content-defined, or at the program's
+ * syncs) stay where they are, and cuts that rotated are pinned. */
+static void lock(struct cg_period *p, uint64_t t)
+{
+	if (!p->anchor || t - p->anchor_at >= 2 * (uint64_t)p->cand + CG_PERIOD_CONTEXT) {
+		p->adopt = true;
+		p->adopt_at = t;
+	}
+	p->period = p->cand;
+	p->phase = 0;
+}
+
+/* Once per period (rare, off the per-op path): an anchor taken where the stream was not
+ * periodic yet (the end of a prologue, extra work) does not come round again, so the next
+ * chunk end replaces it; and where no chunk ended for a while (the stream replayed chunks
+ * learned before the lock), the current op's context becomes the anchor. */
+static void check_anchor(struct cg_period *p, uint64_t t, uint32_t ctx)
+{
+	if (!p->adopt && t - p->anchor_at > 2 * (uint64_t)p->period + CG_PERIOD_CONTEXT) {
+		p->adopt = true;
+		p->adopt_at = t;
+	} else if (p->adopt && t - p->adopt_at >= p->period + 2 * (uint64_t)p->gap) {
+		p->adopt = false;
+		p->anchor = ctx;
+		p->anchor_at = t;
+		p->since = p->gap;
+	}
+}
+
+void cg_period_push(struct cg_period *p, uint64_t hash, void *(*mem)(void *, size_t))
+{
+	p->cut = false;
+	if (p->t == p->grow_at) {
+		/* Out of memory: a stream with a ring keeps its size, one without finds nothing. */
+		bool grown = grow(p, mem);
+		p->grow_at = grown && p->mask + 1 < CG_PERIOD_MAX ? p->mask + 1 : UINT64_MAX;
+	}
+	if (!p->ring)
+		return;
+	uint64_t t = p->t++;
+	uint64_t *out = &p->last[t % CG_PERIOD_CONTEXT];
+	p->window = p->window * MUL + hash - *out * MUL16;
+	*out = hash;
+	uint32_t ctx = (uint32_t)(cg_fmix64(p->window) >> 32) | 1;  /* 0: empty */
+	p->ctx = ctx;
+	p->ring[t & p->mask] = ctx;
+
+	struct cg_period_seen *seen = &p->seen[ctx & p->mask];
+	if (p->cand && ctx == p->ring[(t - p->cand) & p->mask]) {
+		p->run++;
+	} else {
+		uint32_t d = (uint32_t)t - seen->pos;
+		p->cand = seen->ctx == ctx && d && d <= p->mask ? d : 0;
+		p->run = p->cand ? 1 : 0;
+	}
+	*seen = (struct cg_period_seen){ ctx, (uint32_t)t };
+	if (p->cand != p->period && p->cand && p->run >= MIN_RUN &&
+	    p->run >= (p->cand < LOCK_RUN ? p->cand : LOCK_RUN))
+		lock(p, t);
+
+	p->since++;
+	if (ctx == p->anchor && !p->adopt) {
+		p->anchor_at = t;
+		if (p->since >= p->gap) {
+			p->cut = true;
+			p->cut_at = p->t;
+			p->since = 0;
+		}
+	}
+	if (p->period && ++p->phase >= p->period) {
+		p->phase = 0;
+		p->iterations++;
+		check_anchor(p, t, ctx);
+	}
+}

@@ -1,0 +1,66 @@
+/* Period detection on a stream's op hashes, for where chunks are cut: once the stream is found
+ * to repeat with some period, it is cut after one chosen op context (the anchor) every time
+ * that context comes round, so that every iteration is cut the same way however short the
+ * loop and however rarely content-defined cuts hit it. Internal to policy/. */
+#ifndef CG_POLICY_PERIOD_H
+#define CG_POLICY_PERIOD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Ops in a context: long enough that a loop of few distinct kernels still has contexts that
+ * occur once per iteration, short enough that extra work disturbs few of them. */
+#define CG_PERIOD_CONTEXT 16
+
+struct cg_period {
+	/* Over the last `mask + 1` ops: the hash of each op with the CG_PERIOD_CONTEXT - 1 ops
+	 * before it (its context), and where each context was last seen (direct-mapped: a
+	 * collision forgets). */
+	uint32_t *ring;
+	struct cg_period_seen { uint32_t ctx, pos; } *seen;
+	uint32_t mask;
+	uint64_t t;               /* ops pushed */
+	uint64_t window;          /* polynomial hash of the latest CG_PERIOD_CONTEXT op hashes */
+	uint64_t last[CG_PERIOD_CONTEXT];  /* those op hashes, by t % CG_PERIOD_CONTEXT */
+	uint32_t cand, run;       /* hypothesis: ctx[t] == ctx[t - cand] for the last `run` ops */
+	uint32_t period;          /* the period locked on, 0: none yet */
+	uint32_t ctx;             /* the latest op's context */
+	uint32_t anchor;          /* the context a chunk ends after (0: none yet) */
+	uint64_t anchor_at;       /* where it was last seen */
+	uint64_t since;           /* ops since the latest cut at the anchor */
+	uint32_t gap;             /* fewest ops between two cuts at the anchor */
+	uint32_t phase;           /* ops into the current iteration */
+	uint64_t iterations;      /* periods completed since the first lock */
+	uint64_t cut_at;          /* ops pushed when the latest cut at the anchor was due */
+	bool cut;                 /* the op just pushed should end a chunk */
+	bool adopt;               /* the next chunk end becomes the anchor */
+	uint64_t adopt_at;        /* where adopt was set */
+	uint64_t grow_at;         /* t at which the ring grows (UINT64_MAX: never again) */
+};
+
+/* `gap`: fewest ops between two anchor cuts (so that a loop of one kernel is cut into chunks,
+ * not into single ops). Allocates lazily; nothing here can fail visibly. */
+void cg_period_init(struct cg_period *p, uint32_t gap);
+void cg_period_fini(struct cg_period *p, void *(*mem)(void *, size_t));
+/* One more op; sets p->cut. O(1) amortised. */
+void cg_period_push(struct cg_period *p, uint64_t hash, void *(*mem)(void *, size_t));
+
+/* The engine ends a chunk after the latest op (whatever the reason). */
+static inline void cg_period_chunk_end(struct cg_period *p)
+{
+	if (p->adopt) {
+		p->adopt = false;
+		p->anchor = p->ctx;
+		p->anchor_at = p->t - 1;
+		p->since = 0;
+	}
+}
+
+/* Was a cut due after the op before the latest one? */
+static inline bool cg_period_cut_before(const struct cg_period *p)
+{
+	return p->cut_at && p->cut_at == p->t - 1;
+}
+
+#endif
