@@ -583,6 +583,7 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	}
 	struct cg_op got = *op;
 	got.hash = hash;
+	ST(s, divergences, 1);
 	submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
 	                .chunk_ops = pos, .expected = expected.sig ? &expected : NULL, .got = &got });
 	s->why = CG_R_DIVERGENCE;
@@ -865,6 +866,7 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 		e->streams = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
+	s->st.loop_iterations = s->per.iterations;
 	add_stats(&e->retired, &s->st);
 	pthread_mutex_unlock(&e->lock);
 	cg_index_fini(&s->ix);
@@ -897,8 +899,10 @@ void cg_engine_stats(const struct cg_engine *e, struct cg_stats *out)
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&me->lock);
 	add_stats(out, &e->retired);
-	for (const struct cg_stream *s = e->streams; s; s = s->next)
+	for (const struct cg_stream *s = e->streams; s; s = s->next) {
 		add_stats(out, &s->st);
+		out->loop_iterations += __atomic_load_n(&s->per.iterations, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&me->lock);
 	out->graphs_alive = __atomic_load_n(&e->graphs_alive, __ATOMIC_RELAXED);
 }

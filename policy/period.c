@@ -132,7 +132,8 @@ void cg_period_push(struct cg_period *p, uint64_t hash, void *(*mem)(void *, siz
 	}
 	if (p->period && ++p->phase >= p->period) {
 		p->phase = 0;
-		p->iterations++;
+		/* read by cg_engine_stats without the stream's lock */
+		__atomic_store_n(&p->iterations, p->iterations + 1, __ATOMIC_RELAXED);
 		check_anchor(p, t, ctx);
 	}
 }
