@@ -50,6 +50,7 @@ struct cg_stream {
 	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
 	struct cg_index ix;
 	struct cg_period per;       /* where this stream's loop is cut */
+	bool length_cut;            /* the chunk being cut reached chunk_max (not pinned) */
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
 	uint8_t fallback_events[CG_R_COUNT];
 	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
@@ -329,6 +330,8 @@ static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const cha
 static void cut(struct cg_stream *s, bool learn)
 {
 	struct cg_scratch *sc = &s->sc;
+	cg_period_chunk_end(&s->per, !s->length_cut);
+	s->length_cut = false;
 	if (!sc->n)
 		return;
 	enum cg_reason r = sc->lossy ? CG_R_NO_MEMORY : CG_R_LEARNING;
@@ -601,8 +604,9 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	s->passed++;
 	ST(s, ops_eager, 1);
 	uint32_t n = s->sc.n;
-	if (n >= e->cfg.chunk_max || (n >= e->chunk_min && (hash >> 32) < e->cdc_below) || s->per.cut) {
-		cg_period_chunk_end(&s->per);
+	bool pinned = (n >= e->chunk_min && (hash >> 32) < e->cdc_below) || s->per.cut;
+	if (pinned || n >= e->cfg.chunk_max) {
+		s->length_cut = !pinned;
 		cut(s, true);
 	}
 	return CG_PASS;

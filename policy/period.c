@@ -2,8 +2,9 @@
  * into a ring; a hypothesis "the stream repeats every `cand` ops" comes from where the current
  * context was last seen and lives while contexts keep matching `cand` back. Once it has held
  * for a period (or LOCK_RUN ops of a long one) the period is locked and a context of the loop,
- * the anchor, marks where chunks end: chosen by content, it stays put when extra work shifts an
- * iteration, and it is the same in every run of the same program. */
+ * the anchor, marks where a chunk ends unless a cut placed by content or the program came
+ * shortly before: chosen by content, it stays put when extra work shifts an iteration, and it
+ * is the same in every run of the same program. */
 #include <string.h>
 #include "policy/mix.h"
 #include "policy/period.h"

@@ -1,7 +1,8 @@
 /* Period detection on a stream's op hashes, for where chunks are cut: once the stream is found
- * to repeat with some period, it is cut after one chosen op context (the anchor) every time
- * that context comes round, so that every iteration is cut the same way however short the
- * loop and however rarely content-defined cuts hit it. Internal to policy/. */
+ * to repeat with some period, it is also cut after one chosen op context (the anchor) when no
+ * cut that content or the program placed came shortly before, so that every iteration is cut
+ * the same way however short the loop and however rarely content-defined cuts hit it.
+ * Internal to policy/. */
 #ifndef CG_POLICY_PERIOD_H
 #define CG_POLICY_PERIOD_H
 
@@ -28,8 +29,8 @@ struct cg_period {
 	uint32_t ctx;             /* the latest op's context */
 	uint32_t anchor;          /* the context a chunk ends after (0: none yet) */
 	uint64_t anchor_at;       /* where it was last seen */
-	uint64_t since;           /* ops since the latest cut at the anchor */
-	uint32_t gap;             /* fewest ops between two cuts at the anchor */
+	uint64_t since;           /* ops since the latest pinned cut (cg_period_chunk_end) */
+	uint32_t gap;             /* the anchor cuts after this many ops without a pinned cut */
 	uint32_t phase;           /* ops into the current iteration */
 	uint64_t iterations;      /* periods completed since the first lock */
 	uint64_t cut_at;          /* ops pushed when the latest cut at the anchor was due */
@@ -39,16 +40,19 @@ struct cg_period {
 	uint64_t grow_at;         /* t at which the ring grows (UINT64_MAX: never again) */
 };
 
-/* `gap`: fewest ops between two anchor cuts (so that a loop of one kernel is cut into chunks,
- * not into single ops). Allocates lazily; nothing here can fail visibly. */
+/* `gap`: fewest ops from a pinned cut to an anchor cut (so that a loop of one kernel is cut
+ * into chunks, not into single ops). Allocates lazily; nothing here can fail visibly. */
 void cg_period_init(struct cg_period *p, uint32_t gap);
 void cg_period_fini(struct cg_period *p, void *(*mem)(void *, size_t));
 /* One more op; sets p->cut. O(1) amortised. */
 void cg_period_push(struct cg_period *p, uint64_t hash, void *(*mem)(void *, size_t));
 
-/* The engine ends a chunk after the latest op (whatever the reason). */
-static inline void cg_period_chunk_end(struct cg_period *p)
+/* The engine ends a chunk after the latest op: `pinned` where content or the program put the
+ * cut (a cut-worthy op, a boundary, the anchor), not where the chunk reached its longest. */
+static inline void cg_period_chunk_end(struct cg_period *p, bool pinned)
 {
+	if (pinned)
+		p->since = 0;
 	if (p->adopt) {
 		p->adopt = false;
 		p->anchor = p->ctx;
