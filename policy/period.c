@@ -6,21 +6,12 @@
  * shortly before: chosen by content, it stays put when extra work shifts an iteration, and it
  * is the same in every run of the same program. */
 #include <string.h>
-#include "policy/mix.h"
 #include "policy/period.h"
 
 #define CG_PERIOD_MAX 16384u  /* longest period found: the ring's size (192 KiB per stream) */
 #define CG_PERIOD_FIRST 256u  /* the ring grows as the stream does */
 #define LOCK_RUN 32           /* matching contexts that lock a period longer than this */
 #define MIN_RUN 8             /* fewest matching contexts that lock any period */
-
-/* The window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^16 takes out the op leaving it. */
-#define MUL 0x9e3779b97f4a7c15ull
-#define MUL2 (MUL * MUL)
-#define MUL4 (MUL2 * MUL2)
-#define MUL8 (MUL4 * MUL4)
-#define MUL16 (MUL8 * MUL8)
-_Static_assert(CG_PERIOD_CONTEXT == 16, "MUL16 is MUL^CG_PERIOD_CONTEXT");
 
 void cg_period_init(struct cg_period *p, uint32_t gap)
 {
@@ -91,50 +82,31 @@ static void check_anchor(struct cg_period *p, uint64_t t, uint32_t ctx)
 	}
 }
 
-void cg_period_push(struct cg_period *p, uint64_t hash, void *(*mem)(void *, size_t))
+void cg_period_grow(struct cg_period *p, void *(*mem)(void *, size_t))
 {
-	p->cut = false;
-	if (p->t == p->grow_at) {
-		/* Out of memory: a stream with a ring keeps its size, one without finds nothing. */
-		bool grown = grow(p, mem);
-		p->grow_at = grown && p->mask + 1 < CG_PERIOD_MAX ? p->mask + 1 : UINT64_MAX;
-	}
-	if (!p->ring)
-		return;
-	uint64_t t = p->t++;
-	uint64_t *out = &p->last[t % CG_PERIOD_CONTEXT];
-	p->window = p->window * MUL + hash - *out * MUL16;
-	*out = hash;
-	uint32_t ctx = (uint32_t)(cg_fmix64(p->window) >> 32) | 1;  /* 0: empty */
-	p->ctx = ctx;
-	p->ring[t & p->mask] = ctx;
+	/* Out of memory: a stream with a ring keeps its size, one without finds nothing. */
+	bool grown = grow(p, mem);
+	p->grow_at = grown && p->mask + 1 < CG_PERIOD_MAX ? p->mask + 1 : UINT64_MAX;
+}
 
-	struct cg_period_seen *seen = &p->seen[ctx & p->mask];
-	if (p->cand && ctx == p->ring[(t - p->cand) & p->mask]) {
-		p->run++;
-	} else {
-		uint32_t d = (uint32_t)t - seen->pos;
-		p->cand = seen->ctx == ctx && d && d <= p->mask ? d : 0;
-		p->run = p->cand ? 1 : 0;
-	}
-	*seen = (struct cg_period_seen){ ctx, (uint32_t)t };
-	if (p->cand != p->period && p->cand && p->run >= MIN_RUN &&
-	    p->run >= (p->cand < LOCK_RUN ? p->cand : LOCK_RUN))
+void cg_period_miss(struct cg_period *p, uint64_t t, uint32_t ctx)
+{
+	const struct cg_period_seen *seen = &p->seen[ctx & p->mask];
+	uint32_t d = (uint32_t)t - seen->pos;
+	p->cand = seen->ctx == ctx && d && d <= p->mask ? d : 0;
+	p->run = p->cand ? 1 : 0;
+}
+
+void cg_period_try_lock(struct cg_period *p, uint64_t t)
+{
+	if (p->cand && p->run >= MIN_RUN && p->run >= (p->cand < LOCK_RUN ? p->cand : LOCK_RUN))
 		lock(p, t);
+}
 
-	p->since++;
-	if (ctx == p->anchor && !p->adopt) {
-		p->anchor_at = t;
-		if (p->since >= p->gap) {
-			p->cut = true;
-			p->cut_at = p->t;
-			p->since = 0;
-		}
-	}
-	if (p->period && ++p->phase >= p->period) {
-		p->phase = 0;
-		/* read by cg_engine_stats without the stream's lock */
-		__atomic_store_n(&p->iterations, p->iterations + 1, __ATOMIC_RELAXED);
-		check_anchor(p, t, ctx);
-	}
+void cg_period_wrap(struct cg_period *p, uint64_t t, uint32_t ctx)
+{
+	p->phase = 0;
+	/* read by cg_engine_stats without the stream's lock */
+	__atomic_store_n(&p->iterations, p->iterations + 1, __ATOMIC_RELAXED);
+	check_anchor(p, t, ctx);
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "policy/mix.h"
 
 /* Ops in a context: long enough that a loop of few distinct kernels still has contexts that
  * occur once per iteration, short enough that extra work disturbs few of them. */
@@ -44,8 +45,54 @@ struct cg_period {
  * into chunks, not into single ops). Allocates lazily; nothing here can fail visibly. */
 void cg_period_init(struct cg_period *p, uint32_t gap);
 void cg_period_fini(struct cg_period *p, void *(*mem)(void *, size_t));
-/* One more op; sets p->cut. O(1) amortised. */
-void cg_period_push(struct cg_period *p, uint64_t hash, void *(*mem)(void *, size_t));
+/* The rare parts of cg_period_push (period.c). */
+void cg_period_grow(struct cg_period *p, void *(*mem)(void *, size_t));
+void cg_period_miss(struct cg_period *p, uint64_t t, uint32_t ctx);
+void cg_period_try_lock(struct cg_period *p, uint64_t t);
+void cg_period_wrap(struct cg_period *p, uint64_t t, uint32_t ctx);
+
+/* The window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^16 takes out the op leaving it. */
+#define CG_PERIOD_MUL 0x9e3779b97f4a7c15ull
+#define CG_PERIOD_MUL2 (CG_PERIOD_MUL * CG_PERIOD_MUL)
+#define CG_PERIOD_MUL4 (CG_PERIOD_MUL2 * CG_PERIOD_MUL2)
+#define CG_PERIOD_MUL8 (CG_PERIOD_MUL4 * CG_PERIOD_MUL4)
+#define CG_PERIOD_MUL16 (CG_PERIOD_MUL8 * CG_PERIOD_MUL8)
+_Static_assert(CG_PERIOD_CONTEXT == 16, "CG_PERIOD_MUL16 is the multiplier to that power");
+
+/* One more op; sets p->cut. Inline (it runs on every launch), O(1) amortised. */
+static inline void cg_period_push(struct cg_period *p, uint64_t hash, void *(*mem)(void *, size_t))
+{
+	p->cut = false;
+	if (__builtin_expect(p->t == p->grow_at, 0))
+		cg_period_grow(p, mem);
+	if (!p->ring)
+		return;
+	uint64_t t = p->t++;
+	uint64_t *out = &p->last[t % CG_PERIOD_CONTEXT];
+	p->window = p->window * CG_PERIOD_MUL + hash - *out * CG_PERIOD_MUL16;
+	*out = hash;
+	uint32_t ctx = (uint32_t)(cg_fmix64(p->window) >> 32) | 1;  /* 0: empty */
+	p->ctx = ctx;
+	p->ring[t & p->mask] = ctx;
+	if (p->cand && ctx == p->ring[(t - p->cand) & p->mask])
+		p->run++;
+	else
+		cg_period_miss(p, t, ctx);
+	p->seen[ctx & p->mask] = (struct cg_period_seen){ ctx, (uint32_t)t };
+	if (p->cand != p->period)
+		cg_period_try_lock(p, t);
+	p->since++;
+	if (ctx == p->anchor && !p->adopt) {
+		p->anchor_at = t;
+		if (p->since >= p->gap) {
+			p->cut = true;
+			p->cut_at = p->t;
+			p->since = 0;
+		}
+	}
+	if (p->period && ++p->phase >= p->period)
+		cg_period_wrap(p, t, ctx);
+}
 
 /* The engine ends a chunk after the latest op: `pinned` where content or the program put the
  * cut (a cut-worthy op, a boundary, the anchor), not where the chunk reached its longest. */
