@@ -9,7 +9,7 @@
 #include <time.h>
 #include "policy/chunk.h"
 #include "policy/engine.h"
-#include "policy/period.h"
+#include "policy/loop.h"
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
@@ -49,7 +49,7 @@ struct cg_stream {
 	uint32_t slow_retry;        /* boundaries after which a slow stream tries deferring again */
 	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
 	struct cg_index ix;
-	struct cg_period per;       /* where this stream's loop is cut */
+	struct cg_loop per;       /* where this stream's loop is cut */
 	bool length_cut;            /* the chunk being cut reached chunk_max (not pinned) */
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
 	uint8_t fallback_events[CG_R_COUNT];
@@ -330,7 +330,7 @@ static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const cha
 static void cut(struct cg_stream *s, bool learn)
 {
 	struct cg_scratch *sc = &s->sc;
-	cg_period_chunk_end(&s->per, !s->length_cut);
+	cg_loop_chunk_end(&s->per, !s->length_cut);
 	s->length_cut = false;
 	if (!sc->n)
 		return;
@@ -590,9 +590,9 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
 	                .chunk_ops = pos, .expected = expected.sig ? &expected : NULL, .got = &got });
 	s->why = CG_R_DIVERGENCE;
-	/* The deferred ops end where the loop is cut (period.c): they are a chunk of their own, as
+	/* The deferred ops end where the loop is cut (loop.c): they are a chunk of their own, as
 	 * they are where they were learned, so that the cuts after them stay in step. */
-	if (cg_period_cut_before(&s->per))
+	if (cg_loop_cut_before(&s->per))
 		cut(s, true);
 }
 
@@ -618,7 +618,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 	s->op_index++;
 	s->just_launched = 0;
 	ST(s, ops, 1);
-	cg_period_push(&s->per, hash, s->e->mem);
+	cg_loop_push(&s->per, hash, s->e->mem);
 	if (s->deferring) {
 		if (follow(s, op, hash))
 			return CG_TAKEN;
@@ -818,7 +818,7 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->id = id;
 	s->cand_cap = 8;
 	/* a loop of one kernel: chunks of half the longest */
-	cg_period_init(&s->per, e->cfg.chunk_max / 2);
+	cg_loop_init(&s->per, e->cfg.chunk_max / 2);
 	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));
 	s->ops = e->mem(NULL, e->cfg.chunk_max * sizeof(*s->ops));
 	bool sc_ok = cg_scratch_init(&s->sc, e->cfg.chunk_max, e->mem);
@@ -875,7 +875,7 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 	pthread_mutex_unlock(&e->lock);
 	cg_index_fini(&s->ix);
 	cg_scratch_fini(&s->sc, e->mem);
-	cg_period_fini(&s->per, e->mem);
+	cg_loop_fini(&s->per, e->mem);
 	e->mem(s->cand, 0);
 	e->mem(s->ops, 0);
 	e->mem(s, 0);

@@ -3,8 +3,8 @@
  * cut that content or the program placed came shortly before, so that every iteration is cut
  * the same way however short the loop and however rarely content-defined cuts hit it.
  * Internal to policy/. */
-#ifndef CG_POLICY_PERIOD_H
-#define CG_POLICY_PERIOD_H
+#ifndef CG_POLICY_LOOP_H
+#define CG_POLICY_LOOP_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,12 +15,12 @@
  * occur once per iteration, short enough that extra work disturbs few of them. */
 #define CG_PERIOD_CONTEXT 16
 
-struct cg_period {
+struct cg_loop {
 	/* Over the last `mask + 1` ops: the hash of each op with the CG_PERIOD_CONTEXT - 1 ops
 	 * before it (its context), and where each context was last seen (direct-mapped: a
 	 * collision forgets). */
 	uint32_t *ring;
-	struct cg_period_seen { uint32_t ctx, pos; } *seen;
+	struct cg_loop_seen { uint32_t ctx, pos; } *seen;
 	uint32_t mask;
 	uint64_t t;               /* ops pushed */
 	uint64_t window;          /* polynomial hash of the latest CG_PERIOD_CONTEXT op hashes */
@@ -30,7 +30,7 @@ struct cg_period {
 	uint32_t ctx;             /* the latest op's context */
 	uint32_t anchor;          /* the context a chunk ends after (0: none yet) */
 	uint64_t anchor_at;       /* where it was last seen */
-	uint64_t since;           /* ops since the latest pinned cut (cg_period_chunk_end) */
+	uint64_t since;           /* ops since the latest pinned cut (cg_loop_chunk_end) */
 	uint32_t gap;             /* the anchor cuts after this many ops without a pinned cut */
 	uint32_t phase;           /* ops into the current iteration */
 	uint64_t iterations;      /* periods completed since the first lock */
@@ -43,13 +43,13 @@ struct cg_period {
 
 /* `gap`: fewest ops from a pinned cut to an anchor cut (so that a loop of one kernel is cut
  * into chunks, not into single ops). Allocates lazily; nothing here can fail visibly. */
-void cg_period_init(struct cg_period *p, uint32_t gap);
-void cg_period_fini(struct cg_period *p, void *(*mem)(void *, size_t));
-/* The rare parts of cg_period_push (period.c). */
-void cg_period_grow(struct cg_period *p, void *(*mem)(void *, size_t));
-void cg_period_miss(struct cg_period *p, uint64_t t, uint32_t ctx);
-void cg_period_try_lock(struct cg_period *p, uint64_t t);
-void cg_period_wrap(struct cg_period *p, uint64_t t, uint32_t ctx);
+void cg_loop_init(struct cg_loop *p, uint32_t gap);
+void cg_loop_fini(struct cg_loop *p, void *(*mem)(void *, size_t));
+/* The rare parts of cg_loop_push (loop.c). */
+void cg_loop_grow(struct cg_loop *p, void *(*mem)(void *, size_t));
+void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx);
+void cg_loop_try_lock(struct cg_loop *p, uint64_t t);
+void cg_loop_wrap(struct cg_loop *p, uint64_t t, uint32_t ctx);
 
 /* The window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^16 takes out the op leaving it. */
 #define CG_PERIOD_MUL 0x9e3779b97f4a7c15ull
@@ -60,11 +60,11 @@ void cg_period_wrap(struct cg_period *p, uint64_t t, uint32_t ctx);
 _Static_assert(CG_PERIOD_CONTEXT == 16, "CG_PERIOD_MUL16 is the multiplier to that power");
 
 /* One more op; sets p->cut. Inline (it runs on every launch), O(1) amortised. */
-static inline void cg_period_push(struct cg_period *p, uint64_t hash, void *(*mem)(void *, size_t))
+static inline void cg_loop_push(struct cg_loop *p, uint64_t hash, void *(*mem)(void *, size_t))
 {
 	p->cut = false;
 	if (__builtin_expect(p->t == p->grow_at, 0))
-		cg_period_grow(p, mem);
+		cg_loop_grow(p, mem);
 	if (!p->ring)
 		return;
 	uint64_t t = p->t++;
@@ -77,10 +77,10 @@ static inline void cg_period_push(struct cg_period *p, uint64_t hash, void *(*me
 	if (p->cand && ctx == p->ring[(t - p->cand) & p->mask])
 		p->run++;
 	else
-		cg_period_miss(p, t, ctx);
-	p->seen[ctx & p->mask] = (struct cg_period_seen){ ctx, (uint32_t)t };
+		cg_loop_miss(p, t, ctx);
+	p->seen[ctx & p->mask] = (struct cg_loop_seen){ ctx, (uint32_t)t };
 	if (p->cand != p->period)
-		cg_period_try_lock(p, t);
+		cg_loop_try_lock(p, t);
 	p->since++;
 	if (ctx == p->anchor && !p->adopt) {
 		p->anchor_at = t;
@@ -91,12 +91,12 @@ static inline void cg_period_push(struct cg_period *p, uint64_t hash, void *(*me
 		}
 	}
 	if (p->period && ++p->phase >= p->period)
-		cg_period_wrap(p, t, ctx);
+		cg_loop_wrap(p, t, ctx);
 }
 
 /* The engine ends a chunk after the latest op: `pinned` where content or the program put the
  * cut (a cut-worthy op, a boundary, the anchor), not where the chunk reached its longest. */
-static inline void cg_period_chunk_end(struct cg_period *p, bool pinned)
+static inline void cg_loop_chunk_end(struct cg_loop *p, bool pinned)
 {
 	if (pinned)
 		p->since = 0;
@@ -109,7 +109,7 @@ static inline void cg_period_chunk_end(struct cg_period *p, bool pinned)
 }
 
 /* Was a cut due after the op before the latest one? */
-static inline bool cg_period_cut_before(const struct cg_period *p)
+static inline bool cg_loop_cut_before(const struct cg_loop *p)
 {
 	return p->cut_at && p->cut_at == p->t - 1;
 }
