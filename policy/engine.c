@@ -10,6 +10,7 @@
 #include "policy/chunk.h"
 #include "policy/control.h"
 #include "policy/engine.h"
+#include "policy/loop.h"
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
@@ -59,6 +60,8 @@ struct cg_stream {
 	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
 	bool at_boundary;           /* no op since the last boundary (or since it was made) */
 	struct cg_index ix;
+	struct cg_loop per;       /* where this stream's loop is cut */
+	bool length_cut;            /* the chunk being cut reached chunk_max (not pinned) */
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
 	uint8_t fallback_events[CG_R_COUNT];
 	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
@@ -338,6 +341,8 @@ static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const cha
 static void cut(struct cg_stream *s, bool learn)
 {
 	struct cg_scratch *sc = &s->sc;
+	cg_loop_chunk_end(&s->per, !s->length_cut);
+	s->length_cut = false;
 	if (!sc->n)
 		return;
 	enum cg_reason r = sc->lossy ? CG_R_NO_MEMORY : CG_R_LEARNING;
@@ -393,11 +398,16 @@ static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 	return true;
 }
 
-/* Which instance runs this occurrence: its position since the last program boundary. */
+/* Which instance runs this occurrence: its position since the last program boundary or, in a
+ * loop longer than a chunk, the start of the loop's iteration (a loop with no host sync would
+ * otherwise cycle through every instance and hold CG_INSTANCES graphs of each chunk). */
 static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 {
-	if (t->occ_epoch != s->epoch) {
-		t->occ_epoch = s->epoch;
+	uint64_t epoch = s->epoch;
+	if (s->per.period >= s->e->cfg.chunk_max)
+		epoch += s->per.iterations;
+	if (t->occ_epoch != epoch) {
+		t->occ_epoch = epoch;
 		t->occ = 0;
 	}
 	uint32_t k = t->occ++ % CG_INSTANCES;
@@ -591,9 +601,14 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	}
 	struct cg_op got = *op;
 	got.hash = hash;
+	ST(s, divergences, 1);
 	submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
 	                .chunk_ops = pos, .expected = expected.sig ? &expected : NULL, .got = &got });
 	s->why = CG_R_DIVERGENCE;
+	/* The deferred ops end where the loop is cut (loop.c): they are a chunk of their own, as
+	 * they are where they were learned, so that the cuts after them stay in step. */
+	if (cg_loop_cut_before(&s->per))
+		cut(s, true);
 }
 
 /* The op runs eagerly (the caller submits it) and is learned. */
@@ -604,8 +619,11 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	s->passed++;
 	ST(s, ops_eager, 1);
 	uint32_t n = s->sc.n;
-	if (n >= e->cfg.chunk_max || (n >= e->chunk_min && (hash >> 32) < e->cdc_below))
+	bool pinned = (n >= e->chunk_min && (hash >> 32) < e->cdc_below) || s->per.cut;
+	if (pinned || n >= e->cfg.chunk_max) {
+		s->length_cut = !pinned;
 		cut(s, true);
+	}
 	return CG_PASS;
 }
 
@@ -677,6 +695,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 	ST(s, ops, 1);
 	if (s->e->cfg.measure)
 		control_op(s);
+	cg_loop_push(&s->per, hash, s->e->mem);
 	if (s->deferring) {
 		if (follow(s, op, hash))
 			return CG_TAKEN;
@@ -880,6 +899,8 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->id = id;
 	s->cand_cap = 8;
 	s->at_boundary = true;
+	/* a loop of one kernel: chunks of half the longest */
+	cg_loop_init(&s->per, e->cfg.chunk_max / 2);
 	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));
 	s->ops = e->mem(NULL, e->cfg.chunk_max * sizeof(*s->ops));
 	bool sc_ok = cg_scratch_init(&s->sc, e->cfg.chunk_max, e->mem);
@@ -931,10 +952,12 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 		e->streams = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
+	s->st.loop_iterations = s->per.iterations;
 	add_stats(&e->retired, &s->st);
 	pthread_mutex_unlock(&e->lock);
 	cg_index_fini(&s->ix);
 	cg_scratch_fini(&s->sc, e->mem);
+	cg_loop_fini(&s->per, e->mem);
 	e->mem(s->cand, 0);
 	e->mem(s->ops, 0);
 	e->mem(s, 0);
@@ -963,8 +986,10 @@ void cg_engine_stats(const struct cg_engine *e, struct cg_stats *out)
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&me->lock);
 	add_stats(out, &e->retired);
-	for (const struct cg_stream *s = e->streams; s; s = s->next)
+	for (const struct cg_stream *s = e->streams; s; s = s->next) {
 		add_stats(out, &s->st);
+		out->loop_iterations += __atomic_load_n(&s->per.iterations, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&me->lock);
 	out->graphs_alive = __atomic_load_n(&e->graphs_alive, __ATOMIC_RELAXED);
 }

@@ -101,6 +101,8 @@ struct cg_stats {
 	uint64_t boundaries;
 	uint64_t arg_words_constant; /* over armed chunks: 8-byte argument words equal in warmup */
 	uint64_t arg_words_changing; /* ... and words that changed (pointers, steps, seeds) */
+	uint64_t divergences;       /* deferred ops that stopped matching every candidate chunk */
+	uint64_t loop_iterations;   /* iterations of the streams' loops (loop.c), summed */
 	uint64_t fallbacks[CG_R_COUNT]; /* ops that ran eagerly, by reason */
 };
 void cg_engine_stats(const struct cg_engine *e, struct cg_stats *out);

@@ -13,7 +13,10 @@ struct cg_op {
 	const void *args;  /* argument bytes (packed kernel parameters, memset value, ...) */
 	uint32_t sig_len;
 	uint32_t args_len;
-	uint64_t hash;     /* cg_sig_hash(sig, sig_len); the engine computes it when 0 */
+	uint64_t hash;     /* never 0 when given; equal sigs must have equal hashes. Chunks are cut
+	                      where it says, so the shim hashes what is the same in every process
+	                      (a kernel's name, not its handle). When 0 the engine computes
+	                      cg_sig_hash(sig, sig_len). */
 	const char *name;  /* kernel name for the report, or NULL (borrowed: the engine keeps it in
 	                      its templates, so it must stay valid while the stream lives) */
 };

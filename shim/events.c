@@ -303,6 +303,12 @@ void cg_events_summary(void)
 	cg_json_uint(&j, "chunks_disabled", st.chunks_disabled);
 	/* a flusher that keeps waking while the program is idle costs a core for nothing */
 	cg_json_uint(&j, "flusher_wakeups", atomic_load(&cg_shim.flusher_wakeups));
+	/* Iterations as the streams' loop detectors count them (summed over streams): a loop
+	 * that keeps diverging shows here whatever its length. */
+	cg_json_uint(&j, "divergences", st.divergences);
+	cg_json_uint(&j, "loop_iterations", st.loop_iterations);
+	cg_json_double(&j, "divergences_per_iteration",
+	               st.loop_iterations ? (double)st.divergences / (double)st.loop_iterations : 0.0);
 	struct cg_engine_config costs;
 	cg_engine_config_default(&costs);
 	double saved = (double)st.ops_replayed * costs.launch_host_us -

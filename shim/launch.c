@@ -170,7 +170,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	op->sig_len = cg_sig_len(sig);
 	op->args = buf;
 	op->args_len = (uint32_t)n;
-	op->hash = 0;
+	op->hash = cg_sig_stable_hash(sig);
 	op->name = l->name;
 	return CG_R_NONE;
 }
@@ -260,7 +260,7 @@ static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[2], enum 
 	op->sig_len = cg_sig_len(sig);
 	op->args = args;
 	op->args_len = 2 * sizeof(uint64_t);
-	op->hash = 0;
+	op->hash = cg_sig_stable_hash(sig);
 	op->name = kind == CG_K_COPY ? "memcpyDtoD" : "memset";
 }
 

@@ -7,6 +7,9 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "policy/op.h"
 
 enum cg_kind { CG_K_KERNEL = 1, CG_K_MEMSET8, CG_K_MEMSET32, CG_K_COPY };
 
@@ -16,6 +19,7 @@ struct cg_layout {
 	uint32_t n;         /* parameters */
 	uint32_t size;      /* packed bytes: end of the last parameter */
 	const char *name;   /* kernel name (our copy: the driver's dies with its module) or NULL */
+	uint64_t hash;      /* cg_layout_hash: the same kernel hashes the same in every process */
 	_Atomic uint64_t launches; /* for the report's kernel list */
 	bool in_scope;      /* CUGRAFT_SCOPE lets this kernel be graphed (decided once) */
 	const struct cg_layout *next_all; /* every layout ever made, also those of unloaded modules */
@@ -43,6 +47,34 @@ struct cg_sig {
 static inline uint32_t cg_sig_len(const struct cg_sig *s)
 {
 	return (uint32_t)(offsetof(struct cg_sig, attrs) + s->nattrs * sizeof(CUlaunchAttribute));
+}
+
+/* What identifies a kernel across processes: its name and parameter layout (a handle's value
+ * is per process). */
+static inline uint64_t cg_layout_hash(const struct cg_layout *l)
+{
+	uint64_t h = cg_sig_hash(l->p, l->n * sizeof(l->p[0])) ^ l->size;
+	if (l->name)
+		h ^= cg_sig_hash(l->name, strlen(l->name)) * 0x9e3779b97f4a7c15ull;
+	return h;
+}
+
+/* The op's hash (policy/op.h): the signature's bytes with the function handle and the layout
+ * pointer replaced by the layout's hash. Where chunks are cut, and so which chunks exist, must
+ * not depend on where the driver put a kernel: the same program must cut the same way in every
+ * run. Equal signatures still hash equally (the layout is interned per handle), and matching
+ * compares the full signature, so a kernel of the same name and layout from another module is
+ * told apart there. */
+static inline uint64_t cg_sig_stable_hash(struct cg_sig *s)
+{
+	uint64_t fn = s->fn;
+	const struct cg_layout *l = s->layout;
+	s->fn = l ? l->hash : 0;
+	s->layout = NULL;
+	uint64_t h = cg_sig_hash(s, cg_sig_len(s));
+	s->fn = fn;
+	s->layout = l;
+	return h;
 }
 
 /* Parameter layout of a function or kernel handle; NULL when the driver cannot say;

@@ -1,0 +1,117 @@
+/* Period detection on a stream's op hashes, for where chunks are cut: once the stream is found
+ * to repeat with some period, it is also cut after one chosen op context (the anchor) when no
+ * cut that content or the program placed came shortly before, so that every iteration is cut
+ * the same way however short the loop and however rarely content-defined cuts hit it.
+ * Internal to policy/. */
+#ifndef CG_POLICY_LOOP_H
+#define CG_POLICY_LOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "policy/mix.h"
+
+/* Ops in a context: long enough that a loop of few distinct kernels still has contexts that
+ * occur once per iteration, short enough that extra work disturbs few of them. */
+#define CG_PERIOD_CONTEXT 16
+
+struct cg_loop {
+	/* Over the last `mask + 1` ops: the hash of each op with the CG_PERIOD_CONTEXT - 1 ops
+	 * before it (its context), and where each context was last seen (direct-mapped: a
+	 * collision forgets). */
+	uint32_t *ring;
+	struct cg_loop_seen { uint32_t ctx, pos; } *seen;
+	uint32_t mask;
+	uint64_t t;               /* ops pushed */
+	uint64_t window;          /* polynomial hash of the latest CG_PERIOD_CONTEXT op hashes */
+	uint64_t last[CG_PERIOD_CONTEXT];  /* those op hashes, by t % CG_PERIOD_CONTEXT */
+	uint32_t cand, run;       /* hypothesis: ctx[t] == ctx[t - cand] for the last `run` ops */
+	uint32_t period;          /* the period locked on, 0: none yet */
+	uint32_t ctx;             /* the latest op's context */
+	uint32_t anchor;          /* the context a chunk ends after (0: none yet) */
+	uint64_t anchor_at;       /* where it was last seen */
+	uint64_t since;           /* ops since the latest pinned cut (cg_loop_chunk_end) */
+	uint32_t gap;             /* the anchor cuts after this many ops without a pinned cut */
+	uint32_t phase;           /* ops into the current iteration */
+	uint64_t iterations;      /* periods completed since the first lock */
+	uint64_t cut_at;          /* ops pushed when the latest cut at the anchor was due */
+	bool cut;                 /* the op just pushed should end a chunk */
+	bool adopt;               /* the next chunk end becomes the anchor */
+	uint64_t adopt_at;        /* where adopt was set */
+	uint64_t grow_at;         /* t at which the ring grows (UINT64_MAX: never again) */
+};
+
+/* `gap`: fewest ops from a pinned cut to an anchor cut (so that a loop of one kernel is cut
+ * into chunks, not into single ops). Allocates lazily; nothing here can fail visibly. */
+void cg_loop_init(struct cg_loop *p, uint32_t gap);
+void cg_loop_fini(struct cg_loop *p, void *(*mem)(void *, size_t));
+/* The rare parts of cg_loop_push (loop.c). */
+void cg_loop_grow(struct cg_loop *p, void *(*mem)(void *, size_t));
+void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx);
+void cg_loop_try_lock(struct cg_loop *p, uint64_t t);
+void cg_loop_wrap(struct cg_loop *p, uint64_t t, uint32_t ctx);
+
+/* The window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^16 takes out the op leaving it. */
+#define CG_PERIOD_MUL 0x9e3779b97f4a7c15ull
+#define CG_PERIOD_MUL2 (CG_PERIOD_MUL * CG_PERIOD_MUL)
+#define CG_PERIOD_MUL4 (CG_PERIOD_MUL2 * CG_PERIOD_MUL2)
+#define CG_PERIOD_MUL8 (CG_PERIOD_MUL4 * CG_PERIOD_MUL4)
+#define CG_PERIOD_MUL16 (CG_PERIOD_MUL8 * CG_PERIOD_MUL8)
+_Static_assert(CG_PERIOD_CONTEXT == 16, "CG_PERIOD_MUL16 is the multiplier to that power");
+
+/* One more op; sets p->cut. Inline (it runs on every launch), O(1) amortised. */
+static inline void cg_loop_push(struct cg_loop *p, uint64_t hash, void *(*mem)(void *, size_t))
+{
+	p->cut = false;
+	if (__builtin_expect(p->t == p->grow_at, 0))
+		cg_loop_grow(p, mem);
+	if (!p->ring)
+		return;
+	uint64_t t = p->t++;
+	uint64_t *out = &p->last[t % CG_PERIOD_CONTEXT];
+	p->window = p->window * CG_PERIOD_MUL + hash - *out * CG_PERIOD_MUL16;
+	*out = hash;
+	uint32_t ctx = (uint32_t)(cg_fmix64(p->window) >> 32) | 1;  /* 0: empty */
+	p->ctx = ctx;
+	p->ring[t & p->mask] = ctx;
+	if (p->cand && ctx == p->ring[(t - p->cand) & p->mask])
+		p->run++;
+	else
+		cg_loop_miss(p, t, ctx);
+	p->seen[ctx & p->mask] = (struct cg_loop_seen){ ctx, (uint32_t)t };
+	if (p->cand != p->period)
+		cg_loop_try_lock(p, t);
+	p->since++;
+	if (ctx == p->anchor && !p->adopt) {
+		p->anchor_at = t;
+		if (p->since >= p->gap) {
+			p->cut = true;
+			p->cut_at = p->t;
+			p->since = 0;
+		}
+	}
+	if (p->period && ++p->phase >= p->period)
+		cg_loop_wrap(p, t, ctx);
+}
+
+/* The engine ends a chunk after the latest op: `pinned` where content or the program put the
+ * cut (a cut-worthy op, a boundary, the anchor), not where the chunk reached its longest. */
+static inline void cg_loop_chunk_end(struct cg_loop *p, bool pinned)
+{
+	if (pinned)
+		p->since = 0;
+	if (p->adopt) {
+		p->adopt = false;
+		p->anchor = p->ctx;
+		p->anchor_at = p->t - 1;
+		p->since = 0;
+	}
+}
+
+/* Was a cut due after the op before the latest one? */
+static inline bool cg_loop_cut_before(const struct cg_loop *p)
+{
+	return p->cut_at && p->cut_at == p->t - 1;
+}
+
+#endif
