@@ -59,6 +59,9 @@ struct cg_stream {
 	uint32_t timeouts;          /* deferrals that hit the budget */
 	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
 	bool at_boundary;           /* no op since the last boundary (or since it was made) */
+	uint64_t budget_ns;         /* atomic: the deferral budget (0: the shim's own) */
+	uint64_t budget_peak;       /* longest deferral that completed, over budget_runs */
+	uint32_t budget_runs;
 	struct cg_index ix;
 	struct cg_loop per;       /* where this stream's loop is cut */
 	bool length_cut;            /* the chunk being cut reached chunk_max (not pinned) */
@@ -97,6 +100,7 @@ void cg_engine_config_default(struct cg_engine_config *cfg)
 {
 	*cfg = (struct cg_engine_config){
 		.warmup = 3, .chunk_max = 64, .max_graphs = 1024, .fail_limit = 3, .measure = true,
+		.budget_cap = 16,
 		/* measured on the H200 (shared/GPU.md): cuLaunchKernel 3.4 us, a graph launch 2.5 */
 		.launch_host_us = 3.4, .graph_launch_host_us = 2.5,
 	};
@@ -455,8 +459,46 @@ static bool eager_sample(struct cg_stream *s, struct cg_chunk *t)
 
 /* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
  * launch it. On failure nothing ran, so the ops go eagerly, in order. */
+/* ---- the deferral budget ------------------------------------------------------------------ */
+
+#define BUDGET_WINDOW 64   /* completed deferrals over which the budget may come down */
+
+/* A chunk timed out: the stream's budget doubles (the flusher reads it for the next one). */
+static void budget_timeout(struct cg_stream *s)
+{
+	const struct cg_engine_config *c = &s->e->cfg;
+	uint64_t b = s->budget_ns, cap = c->defer_budget_ns * c->budget_cap;
+	if (!b || b >= cap)
+		return;
+	__atomic_store_n(&s->budget_ns, 2 * b < cap ? 2 * b : cap, __ATOMIC_RELAXED);
+	ST(s, budget_raises, 1);
+	s->budget_peak = 0;
+	s->budget_runs = 0;
+}
+
+/* Deferred work is launched as its chunk: how long it waited. Once a window of deferrals all
+ * completed within half the budget, the budget comes down to twice the longest of them. */
+static void budget_completed(struct cg_stream *s)
+{
+	uint64_t since = __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
+	uint64_t b = s->budget_ns, base = s->e->cfg.defer_budget_ns;
+	if (!since || b <= base)
+		return;
+	uint64_t now = s->e->now_ns(), waited = now > since ? now - since : 0;
+	if (waited > s->budget_peak)
+		s->budget_peak = waited;
+	if (++s->budget_runs < BUDGET_WINDOW)
+		return;
+	if (2 * s->budget_peak < b)
+		__atomic_store_n(&s->budget_ns, 2 * s->budget_peak > base ? 2 * s->budget_peak : base,
+		                 __ATOMIC_RELAXED);
+	s->budget_peak = 0;
+	s->budget_runs = 0;
+}
+
 static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 {
+	budget_completed(s);
 	s->just_launched = t->key;
 	const struct cg_engine *e = s->e;
 	const struct cg_scratch *sc = &s->sc;
@@ -802,6 +844,8 @@ bool cg_flush(struct cg_stream *s, enum cg_reason why)
 {
 	if (!s->deferring)
 		return false;
+	if (why == CG_R_TIMEOUT)
+		budget_timeout(s);
 	if (why == CG_R_TIMEOUT && !s->complete && !s->e->cfg.record_only && split_on_timeout(s))
 		return true;
 	end_deferral(s, why);
@@ -811,6 +855,11 @@ bool cg_flush(struct cg_stream *s, enum cg_reason why)
 bool cg_stream_pending(const struct cg_stream *s)
 {
 	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED) != 0;
+}
+
+uint64_t cg_stream_defer_budget_ns(const struct cg_stream *s)
+{
+	return __atomic_load_n(&s->budget_ns, __ATOMIC_RELAXED);
 }
 
 uint64_t cg_stream_pending_since(const struct cg_stream *s)
@@ -899,6 +948,7 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->id = id;
 	s->cand_cap = 8;
 	s->at_boundary = true;
+	s->budget_ns = e->cfg.defer_budget_ns;
 	/* a loop of one kernel: chunks of half the longest */
 	cg_loop_init(&s->per, e->cfg.chunk_max / 2);
 	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));

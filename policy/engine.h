@@ -22,6 +22,12 @@ struct cg_engine_config {
 	/* Decide per stream from the program's measured time whether deferring pays (control.h);
 	 * false: defer whatever matches an armed chunk. */
 	bool measure;
+	/* The deferral budget (ns; 0: the shim's own, never adapted): how long deferred work may
+	 * wait for its chunk. Where chunks keep timing out (a Python-paced loop submits a chunk
+	 * more slowly than that) a stream's budget doubles, up to budget_cap times this, and comes
+	 * back down once its chunks complete well within it. */
+	uint64_t defer_budget_ns;
+	uint32_t budget_cap;
 	/* Host time (us) one eager op costs and one graph launch costs: the host time a graph of n
 	 * ops saves, n * launch_host_us - graph_launch_host_us, is what the cost gate weighs a
 	 * graph's extra GPU time against. */
@@ -74,6 +80,8 @@ bool cg_stream_pending(const struct cg_stream *s);
 /* Monotonic ns at which the oldest pending op was deferred (0 when none), read from the clock
  * given to cg_engine_set_clock (default CLOCK_MONOTONIC); set it before creating streams. */
 uint64_t cg_stream_pending_since(const struct cg_stream *s);
+/* This stream's deferral budget now (ns; 0: the shim's own). */
+uint64_t cg_stream_defer_budget_ns(const struct cg_stream *s);
 void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
 
 /* Feedback from the backend: one GPU timing sample of a chunk (key from CG_EV_GRAPH_BUILT) run
@@ -99,6 +107,7 @@ struct cg_stats {
 	uint64_t chunks_learned;    /* distinct chunks that reached warmup */
 	uint64_t chunks_disabled;
 	uint64_t boundaries;
+	uint64_t budget_raises;     /* deferral budgets doubled after a timeout */
 	uint64_t arg_words_constant; /* over armed chunks: 8-byte argument words equal in warmup */
 	uint64_t arg_words_changing; /* ... and words that changed (pointers, steps, seeds) */
 	uint64_t divergences;       /* deferred ops that stopped matching every candidate chunk */

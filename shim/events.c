@@ -306,6 +306,7 @@ void cg_events_summary(void)
 	/* Iterations as the streams' loop detectors count them (summed over streams): a loop
 	 * that keeps diverging shows here whatever its length. */
 	cg_json_uint(&j, "divergences", st.divergences);
+	cg_json_uint(&j, "defer_budget_raises", st.budget_raises);
 	cg_json_uint(&j, "loop_iterations", st.loop_iterations);
 	cg_json_double(&j, "divergences_per_iteration",
 	               st.loop_iterations ? (double)st.divergences / (double)st.loop_iterations : 0.0);

@@ -189,6 +189,7 @@ void cg_shim_start(void)
 	cfg.max_graphs = (uint32_t)cg_opt_int(CG_OPT_MAX_GRAPHS);
 	cfg.record_only = cg_shim.record_only;
 	cfg.measure = cg_opt_bool(CG_OPT_MEASURE);
+	cfg.defer_budget_ns = (uint64_t)cg_shim.max_defer_us * 1000;
 	cg_shim.engine = cg_engine_new(&cfg, &cg_cuda_backend, NULL);
 	if (!cg_shim.engine)
 		cg_log(CG_LOG_WARN, "cannot create the policy engine: recording only");

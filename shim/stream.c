@@ -337,12 +337,15 @@ static bool pick_old(struct cg_sstate *s, void *arg)
 	if (!atomic_load_explicit(&s->pending, memory_order_acquire))
 		return false;
 	uint64_t since = cg_stream_pending_since(s->eng);
-	if (!since || (a->now >= since && a->now - since >= a->max)) {
+	uint64_t max = cg_stream_defer_budget_ns(s->eng);  /* the stream's, raised where it is slow */
+	if (!max)
+		max = a->max;
+	if (!since || (a->now >= since && a->now - since >= max)) {
 		a->again = true; /* its flush may fail (context), or its age is unknown */
 		return since != 0;
 	}
-	if (since + a->max < a->next)
-		a->next = since + a->max;
+	if (since + max < a->next)
+		a->next = since + max;
 	return false;
 }
 

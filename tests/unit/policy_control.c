@@ -222,10 +222,12 @@ struct rig {
 	struct cg_stream *s;
 };
 
-static void rig_up(struct rig *r)
+static void rig_up_with(struct rig *r, bool measure, uint64_t budget_ns)
 {
 	struct cg_engine_config cfg;
 	cg_engine_config_default(&cfg);
+	cfg.measure = measure;
+	cfg.defer_budget_ns = budget_ns;
 	memset(r, 0, sizeof(*r));
 	memset(&sim, 0, sizeof(sim));
 	fake_backend_init(&r->fb, 1);
@@ -234,6 +236,11 @@ static void rig_up(struct rig *r)
 	cg_engine_set_clock(r->e, sim_now);
 	r->s = cg_stream_new(r->e, fake_stream(0), 0);
 	assert_non_null(r->s);
+}
+
+static void rig_up(struct rig *r)
+{
+	rig_up_with(r, true, 0);
 }
 
 static void rig_down(struct rig *r)
@@ -267,6 +274,12 @@ static uint64_t step(struct rig *r, uint64_t it)
 		sim.host += sim.prog_ns;
 		fake_submit(&r->fb, r->s, 0, &op);
 		sim_account(&r->fb);
+		/* the flusher: deferred work older than the stream's budget goes out */
+		uint64_t since = cg_stream_pending_since(r->s), budget = cg_stream_defer_budget_ns(r->s);
+		if (budget && since && sim.host - since >= budget) {
+			fake_flush(&r->fb, r->s, 0, CG_R_TIMEOUT);
+			sim_account(&r->fb);
+		}
 	}
 	fake_boundary(&r->fb, r->s, 0, CG_R_HOST_COPY);
 	sim_account(&r->fb);
@@ -366,6 +379,35 @@ static void test_engine_phase_change(void **state)
 	rig_down(&r);
 }
 
+/* A host too slow for the deferral budget (a chunk takes longer than 2 ms to arrive): the
+ * stream's budget doubles at its first timeouts instead of its chunks being flushed eagerly
+ * one timeout after another; once the host is fast again the budget comes back down. */
+static void test_engine_budget_follows_a_slow_host(void **state)
+{
+	struct rig r;
+	rig_up_with(&r, false, 2000000);
+	pace(100000, 3400, 2500, 1000);  /* 100 us per op: a 32-op chunk takes 3.2 ms */
+	uint64_t it = 0;
+	for (; it < 60; it++)
+		step(&r, it);
+	struct cg_stats a, b;
+	cg_engine_stats(r.e, &a);
+	assert_true(a.budget_raises >= 1);
+	assert_true(cg_stream_defer_budget_ns(r.s) > 2000000);
+	for (; it < 100; it++)
+		step(&r, it);
+	cg_engine_stats(r.e, &b);
+	/* No more timeouts: the last 40 steps replay (the cut chunks are never over 64 ops). */
+	assert_int_equal(b.fallbacks[CG_R_TIMEOUT], a.fallbacks[CG_R_TIMEOUT]);
+	assert_true(b.ops_replayed - a.ops_replayed > (b.ops - a.ops) / 10 * 9);
+	assert_true(cg_stream_defer_budget_ns(r.s) <= 2000000 * 16);
+	pace(200, 3400, 2500, 1000);
+	for (; it < 400 && cg_stream_defer_budget_ns(r.s) > 2000000; it++)
+		step(&r, it);
+	assert_int_equal(cg_stream_defer_budget_ns(r.s), 2000000);
+	rig_down(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -379,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_engine_host_bound_stays_graphed),
 		cmocka_unit_test(test_engine_exposed_loop_goes_eager),
 		cmocka_unit_test(test_engine_phase_change),
+		cmocka_unit_test(test_engine_budget_follows_a_slow_host),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
