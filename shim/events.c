@@ -22,7 +22,7 @@
 #include "policy/control.h"
 #include <unistd.h>
 
-/* Measured on the H200 (DESIGN.md): cuGraphExecKernelNodeSetParams 0.43 us of host time (a
+/* Measured on an H200 (CUDA 13.0): cuGraphExecKernelNodeSetParams 0.43 us of host time (a
  * launch's and a graph launch's are the engine's config defaults, which the cost gate uses). */
 #define HOST_US_PER_PATCH 0.43
 
