@@ -328,21 +328,24 @@ static void test_engine_exposed_loop_goes_eager(void **state)
 	struct rig r;
 	rig_up(&r);
 	pace(20000, 3400, 2500, 22000);
-	uint64_t late = 0;
+	uint64_t late = 0, decided_at = 0;
 	for (uint64_t it = 0; it < 300; it++) {
 		uint64_t t = step(&r, it);
 		late += it >= 200 ? t : 0;
+		if (r.fb.ndecisions && !decided_at)
+			decided_at = it;
 	}
 	assert_true(r.fb.ndecisions >= 1);
 	assert_false(r.fb.decision[0].defer);
 	assert_true(r.fb.decision[0].eager_ns < r.fb.decision[0].graph_ns);
-	/* Decided within a bounded number of steps: the first graph launches come at step 4, the
-	 * probe takes at most 2 x 5 epochs of 1 step each. */
+	/* Decided within a bounded number of steps: graphs settle by step 10 (warm-up, then the
+	 * cost gate's samples), an epoch is 2 steps (3 ms), a probe at most 7 epochs of each. */
+	assert_true(decided_at > 0 && decided_at <= 10 + 2 * 2 * CG_CONTROL_SAMPLES);
 	struct cg_stats st;
 	cg_engine_stats(r.e, &st);
 	assert_true(st.fallbacks[CG_R_MEASURED] > 0);
 	/* Graphed epochs only while probing: the first probe, then re-probes after longer and
-	 * longer holds (16, 32, ... epochs of 4 steps). */
+	 * longer holds (16, 32, ... epochs). */
 	assert_true(st.ops_replayed < st.ops / 4);
 	/* Eager, a step is host-bound at 23.4 us per op, plus the last op's GPU time; what is
 	 * left above that is the cost of re-probing the graphed mode now and then. */

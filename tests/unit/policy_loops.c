@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "fake_backend.h"
+#include "rng.h"
 #include "policy/engine.h"
 
 #define TRACES 120
@@ -17,27 +18,6 @@
 #define KINDS 64          /* most distinct kernels a loop uses */
 #define MEASURED 40       /* iterations measured after the warm-up ones */
 
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rnd(struct rng *r)
-{
-	r->s ^= r->s << 13;
-	r->s ^= r->s >> 7;
-	r->s ^= r->s << 17;
-	return r->s;
-}
-
-static uint32_t below(struct rng *r, uint32_t n)
-{
-	return (uint32_t)(rnd(r) % n);
-}
-
-static bool chance(struct rng *r, uint32_t permille)
-{
-	return below(r, 1000) < permille;
-}
 
 struct loop {
 	uint32_t period, prologue, kinds;

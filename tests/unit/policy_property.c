@@ -9,33 +9,13 @@
 #include <string.h>
 #include <cmocka.h>
 #include "fake_backend.h"
+#include "rng.h"
 #include "policy/engine.h"
 
 #define TRACES 5000
 #define MAX_KERNELS 40
 #define MAX_BODY 120
 
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rnd(struct rng *r)
-{
-	r->s ^= r->s << 13;
-	r->s ^= r->s >> 7;
-	r->s ^= r->s << 17;
-	return r->s;
-}
-
-static uint32_t below(struct rng *r, uint32_t n)
-{
-	return (uint32_t)(rnd(r) % n);
-}
-
-static bool chance(struct rng *r, uint32_t permille)
-{
-	return below(r, 1000) < permille;
-}
 
 struct kernel {
 	uint32_t sig_len, args_len;
