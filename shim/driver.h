@@ -49,8 +49,13 @@ extern _Atomic uint64_t cg_entry_calls[CG_E_COUNT];
 /* Loads (or finds) libcuda and fills cg_real. Safe to call from any hook, any thread, often. */
 void cg_driver_init(void);
 bool cg_driver_ready(void);
-/* The real dlsym (dlvsym GLIBC_2.34, then GLIBC_2.2.5); resolved on first use. */
+/* The real dlsym and dlvsym, resolved on first use. Called from here, RTLD_DEFAULT and
+ * RTLD_NEXT mean libcugraft's scope, not the program's: the hooks pass those lookups on. */
 void *cg_real_dlsym(void *handle, const char *name);
+void *cg_real_dlvsym(void *handle, const char *name, const char *version);
+/* The real functions themselves (NULL if not found), for the hooks' tail jumps. */
+void *cg_resolve_real_dlsym(void);
+void *cg_resolve_real_dlvsym(void);
 /* What a caller asking for the driver function at `real` gets: the raw pointer for pure entries,
  * our wrapper for boundary and hooked ones, a default-deny trampoline for anything else inside
  * libcuda; `real` itself when it is not in libcuda. `name` is for the report (may be NULL). */
