@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum cg_kind { CG_K_KERNEL = 1, CG_K_MEMSET8, CG_K_MEMSET32, CG_K_COPY };
 
@@ -39,6 +40,26 @@ struct cg_sig {
 static inline uint32_t cg_sig_len(const struct cg_sig *s)
 {
 	return (uint32_t)(offsetof(struct cg_sig, attrs) + s->nattrs * sizeof(CUlaunchAttribute));
+}
+
+/* The policy hands signatures back (op->sig) packed among other bytes, at any alignment: they
+ * are read through memcpy into aligned storage, never through a cast pointer. */
+static inline struct cg_sig *cg_sig_read(struct cg_sig *s, const void *sig, uint32_t len)
+{
+	memcpy(s, sig, len < sizeof(*s) ? len : sizeof(*s));
+	return s;
+}
+static inline uint32_t cg_sig_kind(const void *sig)
+{
+	uint32_t k;
+	memcpy(&k, (const char *)sig + offsetof(struct cg_sig, kind), sizeof(k));
+	return k;
+}
+static inline const struct cg_layout *cg_sig_layout(const void *sig)
+{
+	const struct cg_layout *l;
+	memcpy(&l, (const char *)sig + offsetof(struct cg_sig, layout), sizeof(l));
+	return l;
 }
 
 /* Parameter layout of a function or kernel handle; NULL when the driver cannot say;
