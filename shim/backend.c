@@ -100,7 +100,7 @@ static int fail(CUresult r, const char **detail)
  * different from inline_buf); NULL when out of memory. */
 static void **param_ptrs(const struct cg_op *op, void **inline_buf)
 {
-	const struct cg_layout *l = ((const struct cg_sig *)op->sig)->layout;
+	const struct cg_layout *l = cg_sig_layout(op->sig);
 	void **params = l->n <= INLINE_PARAMS ? inline_buf : malloc(l->n * sizeof(void *));
 	for (uint32_t i = 0; params && i < l->n; i++)
 		params[i] = (char *)op->args + l->p[i].off;
@@ -116,7 +116,8 @@ static uint64_t mem_arg(const struct cg_op *op, int i)
 
 static CUresult submit(const struct cg_op *op, CUstream st)
 {
-	const struct cg_sig *sig = op->sig;
+	struct cg_sig copy;
+	const struct cg_sig *sig = cg_sig_read(&copy, op->sig, op->sig_len);
 	switch (sig->kind) {
 	case CG_K_KERNEL: {
 		const struct cg_layout *l = sig->layout;
@@ -229,7 +230,7 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 			r = e;
 	}
 	for (uint32_t i = 0; r == CUDA_SUCCESS && i < n; i++)
-		if (((const struct cg_sig *)ops[i].sig)->kind == CG_K_KERNEL)
+		if (cg_sig_kind(ops[i].sig) == CG_K_KERNEL)
 			r = CG_REAL(cuGraphKernelNodeGetParams_v2)(g->nodes[i], &g->kp[i]);
 	if (r == CUDA_SUCCESS)
 		r = CG_REAL(cuGraphInstantiateWithFlags)(&g->exec, g->graph, 0);
@@ -244,7 +245,7 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 
 static CUresult patch_kernel(struct chunk_graph *g, uint32_t index, const struct cg_op *op)
 {
-	const struct cg_layout *l = ((const struct cg_sig *)op->sig)->layout;
+	const struct cg_layout *l = cg_sig_layout(op->sig);
 	void *inline_params[INLINE_PARAMS];
 	void **params = param_ptrs(op, inline_params);
 	if (!params)
@@ -260,7 +261,8 @@ static CUresult patch_kernel(struct chunk_graph *g, uint32_t index, const struct
 
 static CUresult patch_memop(struct chunk_graph *g, uint32_t index, const struct cg_op *op)
 {
-	const struct cg_sig *sig = op->sig;
+	struct cg_sig copy;
+	const struct cg_sig *sig = cg_sig_read(&copy, op->sig, op->sig_len);
 	if (sig->kind == CG_K_COPY) {
 		CUDA_MEMCPY3D c = {
 			.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = mem_arg(op, 1),
@@ -283,8 +285,8 @@ static int be_patch(void *be, void *graph, uint32_t index, const struct cg_op *o
 		return -EINVAL;
 	int in = cg_backend_enter(g->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT
-	           : ((const struct cg_sig *)op->sig)->kind == CG_K_KERNEL ? patch_kernel(g, index, op)
-	                                                                   : patch_memop(g, index, op);
+	           : cg_sig_kind(op->sig) == CG_K_KERNEL ? patch_kernel(g, index, op)
+	                                                 : patch_memop(g, index, op);
 	cg_backend_leave(in);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }

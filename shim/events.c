@@ -54,7 +54,8 @@ static void json_op(struct cg_json *j, const char *key, const struct cg_op *op)
 {
 	if (!op || op->sig_len < offsetof(struct cg_sig, attrs))
 		return;
-	const struct cg_sig *s = op->sig;
+	struct cg_sig copy;
+	const struct cg_sig *s = cg_sig_read(&copy, op->sig, op->sig_len);
 	cg_json_obj(j, key);
 	cg_json_str(j, "kind", kind_name(s->kind));
 	if (op->name)

@@ -77,6 +77,26 @@ static inline uint64_t cg_sig_stable_hash(struct cg_sig *s)
 	return h;
 }
 
+/* The policy hands signatures back (op->sig) packed among other bytes, at any alignment: they
+ * are read through memcpy into aligned storage, never through a cast pointer. */
+static inline struct cg_sig *cg_sig_read(struct cg_sig *s, const void *sig, uint32_t len)
+{
+	memcpy(s, sig, len < sizeof(*s) ? len : sizeof(*s));
+	return s;
+}
+static inline uint32_t cg_sig_kind(const void *sig)
+{
+	uint32_t k;
+	memcpy(&k, (const char *)sig + offsetof(struct cg_sig, kind), sizeof(k));
+	return k;
+}
+static inline const struct cg_layout *cg_sig_layout(const void *sig)
+{
+	const struct cg_layout *l;
+	memcpy(&l, (const char *)sig + offsetof(struct cg_sig, layout), sizeof(l));
+	return l;
+}
+
 /* Parameter layout of a function or kernel handle; NULL when the driver cannot say;
  * &cg_layout_no_memory when it could not be stored (asked again at the next launch). */
 const struct cg_layout *cg_layout_of(CUfunction f);

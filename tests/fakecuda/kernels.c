@@ -40,10 +40,11 @@ static void k_step_mix(void *const *args)
     p[i] = p[i] * 0.5f + (float)((step * 2654435761ULL + (unsigned long long)i) % 1000) / 1000.f;
 }
 
+/* Atomic: a host thread may spin on this host-mapped flag with no sync at all (lifecycle --mode
+ * spin), as on a GPU's write to mapped memory. */
 static void k_set_flag(void *const *args)
 {
-  volatile int *flag = ARG(volatile int *, 0);
-  *flag = ARG(int, 1);
+  __atomic_store_n(ARG(int *, 0), ARG(int, 1), __ATOMIC_RELEASE);
 }
 
 struct big_arg { unsigned long long v[64]; };

@@ -202,7 +202,7 @@ static int spin(CUstream on)
     }
     void *p[] = { &dflag, &round };
     CK(cuLaunchKernel(k.flag, 1, 1, 1, 1, 1, 1, 0, s, p, NULL));
-    for (double start = now_s(); *flag != round;)
+    for (double start = now_s(); __atomic_load_n(flag, __ATOMIC_ACQUIRE) != round;)
       if (now_s() - start > 5.0) { printf("spin timeout in round %d\n", round); return 3; }
   }
   printf("checksum %016llx\nlaunches %d\n", prog_mix(14695981039346656037ULL, read_acc(s, k.acc)), ROUNDS * 11);

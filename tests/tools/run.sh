@@ -29,10 +29,12 @@ check_codes() {   # $1: cugraft to use
 check_codes "$T/tools/cugraft"
 echo "exit codes and signal deaths pass through"
 
-out=$(env -u CUGRAFT_REPORT LD_PRELOAD="$LIBC" "$T/tools/cugraft" run --warmup 11 --chunk=2k \
+# A sanitized build's runtime stays first for the command itself (tests/meson.build).
+RT=${CG_SANITIZER_RT:+$CG_SANITIZER_RT:}
+out=$(env -u CUGRAFT_REPORT LD_PRELOAD="$RT$LIBC" "$T/tools/cugraft" run --warmup 11 --chunk=2k \
 	--scope +collectives --log info --disable --audit --record-only -- \
 	sh -c 'echo "$CUGRAFT_WARMUP|$CUGRAFT_CHUNK|$CUGRAFT_SCOPE|$CUGRAFT_LOG|$CUGRAFT_DISABLE|$CUGRAFT_AUDIT|$CUGRAFT_RECORD_ONLY|$CUGRAFT_REPORT|$LD_PRELOAD"' 2>&1)
-want="11|2k|+collectives|info|1|1|1|cugraft-%p.jsonl|$T/shim/libcugraft.so:$LIBC"
+want="11|2k|+collectives|info|1|1|1|cugraft-%p.jsonl|$T/shim/libcugraft.so:$RT$LIBC"
 [ "$out" = "$want" ] || fail "environment: got '$out', want '$want'"
 out=$(CUGRAFT_REPORT=mine.jsonl "$T/tools/cugraft" run --report r-%r.jsonl -- sh -c 'echo $CUGRAFT_REPORT')
 [ "$out" = "r-%r.jsonl" ] || fail "--report: got '$out'"
