@@ -17,7 +17,7 @@ static void cg_print_version(const char *label, const struct jv *v)
 {
 	if (v == NULL)
 		return;
-	if (v->type == JV_NUM && v->num >= 1000)
+	if (v->type == JV_NUM && v->num >= 1000 && v->num < 1e9)   /* (int) of more is undefined */
 		printf(" %s %d.%d", label, (int)v->num / 1000, ((int)v->num % 1000) / 10);
 	else if (v->type == JV_STR)
 		printf(" %s %s", label, v->str);
@@ -73,7 +73,7 @@ static void cg_print_header(const struct cg_rfile *f, size_t index)
 	const struct jv *nccl = jv_get(f->summary, "nccl_version"); /* loaded after the header? */
 	if (nccl == NULL)
 		nccl = jv_get(h, "nccl_version");
-	if (nccl && nccl->type == JV_NUM && nccl->num >= 10000) /* NCCL_VERSION_CODE since 2.9 */
+	if (nccl && nccl->type == JV_NUM && nccl->num >= 10000 && nccl->num < 1e9) /* NCCL_VERSION_CODE since 2.9 */
 		printf(" · NCCL %d.%d.%d", (int)nccl->num / 10000, (int)nccl->num % 10000 / 100,
 		       (int)nccl->num % 100);
 	else

@@ -61,6 +61,13 @@ expect "$(cat "$T/out.json")" '"kernels":[]}'
 [ ! -s "$T/err" ] || fail "stderr without kernels (text): $(head -3 "$T/err")"
 echo "a report without kernels"
 
+# Versions beyond int's range in a header (the text rendering cast them to int: undefined).
+printf '{"event":"header","t":0,"rank":0,"driver_version":1e300,"cuda_version":3e9,"nccl_version":-1e300}\n' > "$T/ver.jsonl"
+out=$("$CG" report "$T/ver.jsonl") || fail "exit $? on huge versions"
+expect "$out" "· CUDA 3000000000 · NCCL -1"
+printf '%s\n' "$out" | grep -q 'driver -' && fail "a huge driver version printed negative: $out"
+echo "huge versions in a header"
+
 # nccl_version is one value per rank: taken, not summed; ranks that differ are named. A
 # header's version counts when the summary has none (libnccl loaded before the header).
 summary "$T/n0.jsonl" '"ops":1,"nccl_version":22703'
