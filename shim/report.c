@@ -163,6 +163,10 @@ static void cg_report_open(void)
 		cg_report_unwritable = true;
 		return;
 	}
+	if (strcmp(cg_report_file, "/dev/null") == 0) {   /* asked for no report: none, silently */
+		cg_report_file[0] = '\0';
+		return;
+	}
 	const char *why;
 	if (strcmp(cg_report_file, "/dev/stdout") == 0)
 		cg_report_fd = cg_report_open_std(STDOUT_FILENO, &why);
@@ -174,6 +178,14 @@ static void cg_report_open(void)
 		cg_log(CG_LOG_WARN, "cannot write the report %s: %s; the summary goes to stderr",
 		       cg_report_file, why);
 		cg_report_unwritable = true;
+	} else if (cg_report_fd <= STDERR_FILENO) {
+		/* The program closed a standard stream: its writes there must not land in the report
+		 * (nor a later dup2 onto it replace the report). */
+		int high = fcntl(cg_report_fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+		if (high >= 0) {
+			close(cg_report_fd);
+			cg_report_fd = high;
+		}
 	}
 }
 

@@ -2,7 +2,8 @@
 # Where the shim's report may go (CUGRAFT_REPORT), under a program against the CPU fake driver:
 # a FIFO nobody reads and /dev/stderr read by `head -c 100` neither block nor kill the job
 # (SIGPIPE); a symbolic link (to a file, or dangling) and a file of another user are refused
-# with one warning and left alone; a new report is created 0644 (less the umask).
+# with one warning and left alone; a new report is created 0644 (less the umask); a program
+# that closed its stdout keeps its output out of the report; /dev/null means no report.
 # usage: report-path.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 BUILD=$3
@@ -76,6 +77,19 @@ run stdout /dev/stdout
 grep -q '^{"event":"summary"' "$T/stdout.out" || fail "/dev/stdout: no summary in stdout"
 [ ! -s "$T/stdout.err" ] || fail "/dev/stdout: $(cat "$T/stdout.err")"
 echo "/dev/stderr read by head -c 100, /dev/stdout to a file"
+
+# A program that closed its stdout: the report must not become its fd 1, or the program's own
+# output lands in the report.
+CUGRAFT_REPORT=$T/closed.jsonl LD_PRELOAD=$LIB timeout 60 "$PROG" --iters 40 >&- 2> "$T/closed.err"
+rc=$?
+[ "$rc" = 0 ] || fail "stdout closed: exit $rc: $(head -3 "$T/closed.err")"
+bad=$(grep -vc '^{"event":' "$T/closed.jsonl")
+[ "$bad" = 0 ] || fail "stdout closed: $bad lines of the program's output in the report: $(grep -v '^{' "$T/closed.jsonl" | head -2)"
+grep -q '"event":"summary"' "$T/closed.jsonl" || fail "stdout closed: no summary"
+# /dev/null: no report, no warning.
+run null /dev/null
+[ "$(cat "$T/null.rc")" = 0 ] && [ ! -s "$T/null.err" ] || fail "/dev/null: exit $(cat "$T/null.rc"): $(cat "$T/null.err")"
+echo "stdout closed, /dev/null"
 
 # A link to an existing file: refused, the target untouched.
 echo precious > "$T/target"
