@@ -258,6 +258,7 @@ void cg_report_emit(struct cg_json *j)
 		cg_log(CG_LOG_WARN, "report record dropped: longer than %d bytes or malformed", CG_JSON_CAP);
 		return;
 	}
+	int saved_errno = errno;   /* records are written from wrappers: the program's errno stays */
 	pthread_mutex_lock(&cg_report_lock);
 	bool broken = atomic_load(&cg_report_broken);
 	enum cg_put put = cg_report_put(line, len);
@@ -273,6 +274,7 @@ void cg_report_emit(struct cg_json *j)
 		cg_warn_once((uintptr_t)&cg_report_cut,
 		             "the report %s is not read fast enough: records are dropped rather than wait for the reader",
 		             cg_report_file);
+	errno = saved_errno;
 }
 
 static size_t cg_limit_hash(const char *kind, uint64_t key)
