@@ -164,7 +164,7 @@ struct cg_sort_item {
 static int cg_sort_cmp(const void *pa, const void *pb)
 {
 	const struct cg_sort_item *a = pa, *b = pb;
-	if (isnan(a->count) != isnan(b->count))
+	if (!isnan(a->count) != !isnan(b->count))   /* isnan: any non-zero */
 		return isnan(a->count) ? 1 : -1;
 	if (a->count > b->count)
 		return -1;
