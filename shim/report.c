@@ -130,16 +130,20 @@ static int cg_report_open_path(const char *path, const char **why)
 		return -1;
 	}
 	/* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of blocking the program's
-	 * first CUDA call until one comes; for a regular file it changes nothing. */
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-	              0644);
+	 * first CUDA call until one comes; for a regular file it changes nothing. A file this
+	 * process creates is its own whoever the file system says owns it (root on NFS). */
+	int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+	int fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+	bool created = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, flags);
 	if (fd < 0) {
 		*why = errno == ELOOP ? link_why : errno == ENXIO ? "a FIFO that nobody reads" : strerror(errno);
 		return -1;
 	}
 	*why = fstat(fd, &st) != 0 ? strerror(errno) :
 	       !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) ? kind_why :
-	       st.st_uid != geteuid() ? "it belongs to another user (refused: it could be planted)" : NULL;
+	       !created && st.st_uid != geteuid() ? "it belongs to another user (refused: it could be planted)" : NULL;
 	if (*why != NULL) {
 		close(fd);
 		return -1;
