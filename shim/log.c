@@ -3,6 +3,8 @@
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -55,10 +57,30 @@ static unsigned cg_log_count(struct cg_log_counts *t, uintptr_t key)
 	return 0;
 }
 
+ssize_t cg_write_nosigpipe(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_only, old, pending;
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	/* One already pending (the program's own) is left for the program. */
+	bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+	ssize_t n = write(fd, buf, len);
+	int err = errno;
+	if (n < 0 && err == EPIPE && !was_pending) {
+		static const struct timespec now = { 0, 0 };
+		while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return n;
+}
+
 static void cg_log_write(const char *buf, size_t len)
 {
 	while (len > 0) {
-		ssize_t n = write(STDERR_FILENO, buf, len);
+		ssize_t n = cg_write_nosigpipe(STDERR_FILENO, buf, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)

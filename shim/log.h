@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum cg_log_level { CG_LOG_ERROR, CG_LOG_WARN, CG_LOG_INFO, CG_LOG_DEBUG };
 
@@ -24,5 +25,10 @@ void cg_log(enum cg_log_level level, const char *fmt, ...) __attribute__((format
  * the address of a static, an enum value). Keys are remembered in a fixed table; when it is
  * full, messages fall back to the per-format cap above. */
 void cg_warn_once(uintptr_t key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* write(2) that never raises SIGPIPE (a pipe whose reader is gone, `2>&1 | head` fails with
+ * EPIPE instead of killing the program): SIGPIPE is blocked in the calling thread for the call
+ * and one it raised is taken back. Async-signal-safe; errno as write(2) leaves it. */
+ssize_t cg_write_nosigpipe(int fd, const void *buf, size_t len);
 
 #endif

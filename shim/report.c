@@ -1,5 +1,6 @@
 /* The report writer: the file, the rate limiter and the exit summary. Records are written with
- * one write(2) each under a mutex (O_APPEND keeps the lines of several processes whole). */
+ * one write(2) each under a mutex; what the report may be (file, FIFO, the program's stdout or
+ * stderr) and how each is written without blocking or SIGPIPE is below. */
 #include "report.h"
 
 #include <errno.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "json.h"
@@ -74,6 +77,83 @@ int cg_report_expand(const char *pattern, long pid, long rank, char *out, size_t
 	return 0;
 }
 
+/* How records reach the report: a regular file takes whole lines (O_APPEND keeps the lines of
+ * several processes whole); a stream (FIFO, pipe, terminal) is written non-blocking and a socket
+ * sent to without waiting, so that a slow reader costs records, never the program's time, and
+ * a reader that is gone costs nothing: no write raises SIGPIPE. */
+enum cg_report_kind { CG_REPORT_FILE, CG_REPORT_STREAM, CG_REPORT_SOCKET };
+static enum cg_report_kind cg_report_kind;
+static atomic_bool cg_report_broken;   /* a write failed: no more records */
+static bool cg_report_cut;             /* a record went out in part: the next starts a line */
+static bool cg_report_on_stderr;       /* warnings about it would go into the same full pipe */
+
+/* /dev/stdout and /dev/stderr name the program's own streams (they are symbolic links, refused
+ * under any other name). A pipe or terminal is opened again through /proc, non-blocking, so
+ * that the program's own descriptor keeps its flags; a file is shared (records land where the
+ * program's output goes); a socket is shared and sent to with MSG_DONTWAIT. */
+static int cg_report_open_std(int std, const char **why)
+{
+	struct stat st;
+	if (fstat(std, &st) != 0) {
+		*why = strerror(errno);
+		return -1;
+	}
+	if (S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)) {
+		cg_report_kind = S_ISREG(st.st_mode) ? CG_REPORT_FILE : CG_REPORT_SOCKET;
+		int fd = fcntl(std, F_DUPFD_CLOEXEC, 0);
+		*why = fd < 0 ? strerror(errno) : NULL;
+		return fd;
+	}
+	if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) {
+		*why = "not a file, pipe, terminal or socket";
+		return -1;
+	}
+	char proc[32];
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", std);
+	cg_report_kind = CG_REPORT_STREAM;
+	int fd = open(proc, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	*why = fd >= 0 ? NULL : errno == ENXIO ? "nobody reads the pipe" : strerror(errno);
+	return fd;
+}
+
+/* Any other path: a regular file or a FIFO that this user owns, never through a symbolic link
+ * (with %p in a shared directory such as /tmp, a planted link would make the job append to, or
+ * create, a file of the attacker's choice). Created 0644 (less the umask). */
+static int cg_report_open_path(const char *path, const char **why)
+{
+	static const char link_why[] = "it is a symbolic link (refused: name the file itself)";
+	static const char kind_why[] = "not a regular file or FIFO";
+	struct stat st;
+	/* Refused before opening: opening a device can act (a tape rewinds, a watchdog arms). */
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+		*why = S_ISLNK(st.st_mode) ? link_why : kind_why;
+		return -1;
+	}
+	/* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of blocking the program's
+	 * first CUDA call until one comes; for a regular file it changes nothing. A file this
+	 * process creates is its own whoever the file system says owns it (root on NFS). */
+	int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+	int fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+	bool created = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, flags);
+	if (fd < 0) {
+		*why = errno == ELOOP ? link_why : errno == ENXIO ? "a FIFO that nobody reads" : strerror(errno);
+		return -1;
+	}
+	*why = fstat(fd, &st) != 0 ? strerror(errno) :
+	       !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) ? kind_why :
+	       !created && st.st_uid != geteuid() ? "it belongs to another user (refused: it could be planted)" : NULL;
+	if (*why != NULL) {
+		close(fd);
+		return -1;
+	}
+	cg_report_kind = S_ISREG(st.st_mode) ? CG_REPORT_FILE : CG_REPORT_STREAM;
+	if (cg_report_kind == CG_REPORT_FILE)
+		fcntl(fd, F_SETFL, O_APPEND);   /* a file's writes wait for the disk, as before */
+	return fd;
+}
+
 static void cg_report_open(void)
 {
 	const char *pattern = cg_opt_str(CG_OPT_REPORT);
@@ -87,11 +167,29 @@ static void cg_report_open(void)
 		cg_report_unwritable = true;
 		return;
 	}
-	cg_report_fd = open(cg_report_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (strcmp(cg_report_file, "/dev/null") == 0) {   /* asked for no report: none, silently */
+		cg_report_file[0] = '\0';
+		return;
+	}
+	const char *why;
+	if (strcmp(cg_report_file, "/dev/stdout") == 0)
+		cg_report_fd = cg_report_open_std(STDOUT_FILENO, &why);
+	else if (strcmp(cg_report_file, "/dev/stderr") == 0)
+		cg_report_fd = cg_report_open_std(STDERR_FILENO, &why), cg_report_on_stderr = true;
+	else
+		cg_report_fd = cg_report_open_path(cg_report_file, &why);
 	if (cg_report_fd < 0) {
 		cg_log(CG_LOG_WARN, "cannot write the report %s: %s; the summary goes to stderr",
-		       cg_report_file, strerror(errno));
+		       cg_report_file, why);
 		cg_report_unwritable = true;
+	} else if (cg_report_fd <= STDERR_FILENO) {
+		/* The program closed a standard stream: its writes there must not land in the report
+		 * (nor a later dup2 onto it replace the report). */
+		int high = fcntl(cg_report_fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+		if (high >= 0) {
+			close(cg_report_fd);
+			cg_report_fd = high;
+		}
 	}
 }
 
@@ -110,17 +208,48 @@ const char *cg_report_path(void)
 	return cg_report_fd >= 0 ? cg_report_file : "";
 }
 
-void cg_report_write_unlocked(const char *line, size_t len)
+enum cg_put { CG_PUT_DONE, CG_PUT_FULL, CG_PUT_FAILED };
+
+/* Writes one record; a stream that is full takes what fits (the rest is dropped, and the next
+ * record starts a new line so that only this one reads as cut). Async-signal-safe. */
+static enum cg_put cg_report_put(const char *line, size_t len)
 {
-	while (cg_report_fd >= 0 && len > 0) {
-		ssize_t n = write(cg_report_fd, line, len);
+	if (atomic_load(&cg_report_broken))
+		return CG_PUT_FAILED;
+	if (cg_report_cut) {
+		cg_report_cut = false;
+		enum cg_put put = cg_report_put("\n", 1);
+		if (put != CG_PUT_DONE) {
+			cg_report_cut = put == CG_PUT_FULL;
+			return put;
+		}
+	}
+	size_t left = len;
+	while (left > 0) {
+		ssize_t n = cg_report_kind == CG_REPORT_SOCKET ?
+		            send(cg_report_fd, line, left, MSG_DONTWAIT | MSG_NOSIGNAL) :
+		            cg_report_kind == CG_REPORT_STREAM ? cg_write_nosigpipe(cg_report_fd, line, left) :
+		            write(cg_report_fd, line, left);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && cg_report_kind != CG_REPORT_FILE) {
+			cg_report_cut = left < len;
+			return CG_PUT_FULL;
+		}
+		if (n <= 0) {
+			atomic_store(&cg_report_broken, true);
+			return CG_PUT_FAILED;
+		}
 		line += n;
-		len -= (size_t)n;
+		left -= (size_t)n;
 	}
+	return CG_PUT_DONE;
+}
+
+void cg_report_write_unlocked(const char *line, size_t len)
+{
+	if (cg_report_fd >= 0)
+		cg_report_put(line, len);
 }
 
 void cg_report_emit(struct cg_json *j)
@@ -133,19 +262,23 @@ void cg_report_emit(struct cg_json *j)
 		cg_log(CG_LOG_WARN, "report record dropped: longer than %d bytes or malformed", CG_JSON_CAP);
 		return;
 	}
+	int saved_errno = errno;   /* records are written from wrappers: the program's errno stays */
 	pthread_mutex_lock(&cg_report_lock);
-	while (len > 0) {
-		ssize_t n = write(cg_report_fd, line, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			cg_log(CG_LOG_WARN, "writing the report %s failed: %s", cg_report_file, strerror(errno));
-			break;
-		}
-		line += n;
-		len -= (size_t)n;
+	bool broken = atomic_load(&cg_report_broken);
+	enum cg_put put = cg_report_put(line, len);
+	int err = errno;
+	if (put == CG_PUT_FAILED && !broken) {
+		/* Said once; the exit summary then goes to stderr. */
+		cg_report_unwritable = true;
+		cg_log(CG_LOG_WARN, "writing the report %s failed: %s; no further records are written",
+		       cg_report_file, strerror(err));
 	}
 	pthread_mutex_unlock(&cg_report_lock);
+	if (put == CG_PUT_FULL && !cg_report_on_stderr)
+		cg_warn_once((uintptr_t)&cg_report_cut,
+		             "the report %s is not read fast enough: records are dropped rather than wait for the reader",
+		             cg_report_file);
+	errno = saved_errno;
 }
 
 static size_t cg_limit_hash(const char *kind, uint64_t key)
@@ -304,7 +437,7 @@ static void cg_report_human(const char *line)
 		}
 		len = cg_append(buf, len, sizeof buf, "\n");
 	}
-	ssize_t rc = write(STDERR_FILENO, buf, len);
+	ssize_t rc = cg_write_nosigpipe(STDERR_FILENO, buf, len);
 	(void)rc;   /* nothing useful to do at exit if stderr is gone */
 }
 

@@ -17,7 +17,7 @@ static void cg_print_version(const char *label, const struct jv *v)
 {
 	if (v == NULL)
 		return;
-	if (v->type == JV_NUM && v->num >= 1000)
+	if (v->type == JV_NUM && v->num >= 1000 && v->num < 1e9)   /* (int) of more is undefined */
 		printf(" %s %d.%d", label, (int)v->num / 1000, ((int)v->num % 1000) / 10);
 	else if (v->type == JV_STR)
 		printf(" %s %s", label, v->str);
@@ -73,7 +73,7 @@ static void cg_print_header(const struct cg_rfile *f, size_t index)
 	const struct jv *nccl = jv_get(f->summary, "nccl_version"); /* loaded after the header? */
 	if (nccl == NULL)
 		nccl = jv_get(h, "nccl_version");
-	if (nccl && nccl->type == JV_NUM && nccl->num >= 10000) /* NCCL_VERSION_CODE since 2.9 */
+	if (nccl && nccl->type == JV_NUM && nccl->num >= 10000 && nccl->num < 1e9) /* NCCL_VERSION_CODE since 2.9 */
 		printf(" · NCCL %d.%d.%d", (int)nccl->num / 10000, (int)nccl->num % 10000 / 100,
 		       (int)nccl->num % 100);
 	else
@@ -242,6 +242,24 @@ static void cg_print_totals(const struct cg_merged *m)
 	cg_counts_free(&sorted);
 }
 
+/* Ranks of one job load one libnccl: different versions mean files of different jobs or a
+ * mixed installation. Names each value with its number of files. */
+static void cg_print_versions(const struct cg_merged *m)
+{
+	for (size_t i = 0; i < m->version_names.n; i++) {
+		const struct cg_counts *v = &m->versions[i];
+		if (v->n < 2)
+			continue;
+		printf("  versions   INCONSISTENT %s:", m->version_names.names[i]);
+		for (size_t k = 0; k < v->n; k++) {
+			printf("%s ", k ? " ·" : "");
+			cg_version_print(stdout, v->names[k], false);
+			printf(" (%.0f file%s)", v->counts[k], v->counts[k] == 1 ? "" : "s");
+		}
+		printf("\n");
+	}
+}
+
 /* The first fallback record of each reason, in the order they happened. */
 static void cg_print_firsts(const struct cg_rfile *f)
 {
@@ -368,6 +386,7 @@ int cg_cmd_report(int argc, char **argv)
 	} else if (all.files > 1) {
 		printf("== merged: %zu files\n", all.files);
 		cg_print_totals(&all);
+		cg_print_versions(&all);
 		cg_print_vote_agreement(votes, ranks, index);
 	}
 	cg_merged_free(&all);

@@ -74,11 +74,34 @@ static int jv_hex4(const char *p, unsigned *cp)
 	return 0;
 }
 
-/* A string at ps->p (on the quote); returns the unescaped copy. */
+size_t jv_utf8_len(const char *s, const char *end)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t avail = (size_t)(end - s);
+	if (avail == 0)
+		return 0;
+	if (p[0] < 0x80)
+		return 1;
+	size_t n = p[0] >= 0xC2 && p[0] <= 0xDF ? 2 : p[0] >= 0xE0 && p[0] <= 0xEF ? 3 :
+	           p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : 0;
+	if (n == 0 || avail < n)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+	/* overlong forms, UTF-16 surrogates, beyond U+10FFFF */
+	if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0) ||
+	    (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+/* A string at ps->p (on the quote); returns the unescaped copy, each byte that is not part of
+ * valid UTF-8 replaced by U+FFFD (a report names kernels as the program gave them, and what we
+ * print must be valid JSON). */
 static char *jv_string(struct jv_parser *ps)
 {
 	const char *p = ++ps->p;
-	/* The unescaped form is never longer than the escaped one. */
 	const char *close = p;
 	while (close < ps->end && *close != '"')
 		close += *close == '\\' ? 2 : 1;
@@ -86,7 +109,8 @@ static char *jv_string(struct jv_parser *ps)
 		ps->err = "unterminated string";
 		return NULL;
 	}
-	char *s = jv_alloc((size_t)(close - p) + 1), *o = s;
+	/* Unescaping never lengthens; a replaced byte grows to 3. */
+	char *s = jv_alloc(3 * (size_t)(close - p) + 1), *o = s;
 	while (p < close) {
 		unsigned char c = (unsigned char)*p;
 		if (c < 0x20) {
@@ -94,6 +118,18 @@ static char *jv_string(struct jv_parser *ps)
 			ps->err = "control character in string";
 			free(s);
 			return NULL;
+		}
+		if (c >= 0x80) {
+			size_t n = jv_utf8_len(p, close);
+			if (n == 0) {
+				jv_utf8(&o, 0xFFFD);
+				p++;
+			} else {
+				memcpy(o, p, n);
+				o += n;
+				p += n;
+			}
+			continue;
 		}
 		if (c != '\\') {
 			*o++ = *p++;
@@ -210,9 +246,14 @@ static struct jv *jv_container(struct jv_parser *ps, bool object)
 			free(key);
 			return jv_fail(ps, NULL, v);
 		}
-		v->items = jv_grow(v->items, (v->n + 1) * sizeof *v->items);
+		if ((v->n & (v->n - 1)) == 0) {   /* 0, 1, 2, 4, ... members: double */
+			size_t cap = v->n ? 2 * v->n : 1;
+			v->items = jv_grow(v->items, cap * sizeof *v->items);
+			if (object)
+				v->keys = jv_grow(v->keys, cap * sizeof *v->keys);
+		}
 		if (object)
-			v->keys = jv_grow(v->keys, (v->n + 1) * sizeof *v->keys), v->keys[v->n] = key;
+			v->keys[v->n] = key;
 		v->items[v->n++] = item;
 		jv_blank(ps);
 		if (ps->p >= ps->end)
@@ -319,15 +360,23 @@ const char *jv_str(const struct jv *v)
 void jv_print_string(FILE *out, const char *s)
 {
 	fputc('"', out);
+	const char *end = s + strlen(s);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '"' || *p == '\\')
 			fprintf(out, "\\%c", *p);
 		else if (*p == '\n')
 			fputs("\\n", out);
-		else if (*p < 0x20)
+		else if (*p < 0x20 || *p == 0x7F)
 			fprintf(out, "\\u%04x", *p);
-		else
+		else if (*p < 0x80)
 			fputc(*p, out);
+		else {
+			size_t n = jv_utf8_len((const char *)p, end);
+			if (n == 0)
+				fputs("\\ufffd", out);
+			else
+				fwrite(p, 1, n, out), p += n - 1;
+		}
 	}
 	fputc('"', out);
 }
@@ -338,7 +387,9 @@ void jv_print(FILE *out, const struct jv *v)
 	case JV_NULL: fputs("null", out); break;
 	case JV_BOOL: fputs(v->b ? "true" : "false", out); break;
 	case JV_NUM:
-		if (v->num == floor(v->num) && fabs(v->num) < 9007199254740992.0)
+		if (!isfinite(v->num))   /* a number beyond double's range (1e999) */
+			fputs("null", out);
+		else if (v->num == floor(v->num) && fabs(v->num) < 9007199254740992.0)
 			fprintf(out, "%.0f", v->num);
 		else
 			fprintf(out, "%.15g", v->num);

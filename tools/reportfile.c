@@ -3,16 +3,26 @@
 #include "reportfile.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void cg_push(struct jv ***list, size_t *n, struct jv *v)
+static void *cg_grow(void *p, size_t n, size_t size)
 {
-	*list = realloc(*list, (*n + 1) * sizeof **list);
-	if (*list == NULL) {
+	p = n > SIZE_MAX / size ? NULL : realloc(p, n * size);
+	if (p == NULL) {
 		fputs("cugraft: out of memory\n", stderr);
 		exit(1);
 	}
+	return p;
+}
+
+/* Appends with doubling: a file of a million records must not copy its list a million times. */
+static void cg_push(struct jv ***list, size_t *n, struct jv *v)
+{
+	if ((*n & (*n - 1)) == 0)   /* 0, 1, 2, 4, ...: full */
+		*list = cg_grow(*list, *n ? 2 * *n : 1, sizeof **list);
 	(*list)[(*n)++] = v;
 }
 
@@ -75,29 +85,108 @@ void cg_rfile_free(struct cg_rfile *f)
 	free(f->others);
 }
 
-void cg_counts_add(struct cg_counts *c, const char *name, double count)
+static size_t cg_hash(const char *s)
 {
-	for (size_t i = 0; i < c->n; i++)
-		if (strcmp(c->names[i], name) == 0) {
-			c->counts[i] += count;
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (size_t)(h ^ (h >> 32));
+}
+
+static void cg_counts_index(struct cg_counts *c, size_t i)
+{
+	size_t mask = c->n_slots - 1;
+	for (size_t h = cg_hash(c->names[i]); ; h++)
+		if (c->slots[h & mask] == 0) {
+			c->slots[h & mask] = i + 1;
 			return;
 		}
-	c->names = realloc(c->names, (c->n + 1) * sizeof *c->names);
-	c->counts = realloc(c->counts, (c->n + 1) * sizeof *c->counts);
-	if (c->names == NULL || c->counts == NULL || (c->names[c->n] = strdup(name)) == NULL) {
+}
+
+/* Keeps the table at most half full. */
+static void cg_counts_rehash(struct cg_counts *c, size_t want)
+{
+	size_t n_slots = 16;
+	while (n_slots < 2 * want)
+		n_slots *= 2;
+	free(c->slots);
+	c->slots = calloc(n_slots, sizeof *c->slots);
+	if (c->slots == NULL) {
+		fputs("cugraft: out of memory\n", stderr);
+		exit(1);
+	}
+	c->n_slots = n_slots;
+	for (size_t i = 0; i < c->n; i++)
+		cg_counts_index(c, i);
+}
+
+size_t cg_counts_find(const struct cg_counts *c, const char *name)
+{
+	if (c->n_slots == 0)
+		return c->n;
+	size_t mask = c->n_slots - 1;
+	for (size_t h = cg_hash(name); c->slots[h & mask] != 0; h++)
+		if (strcmp(c->names[c->slots[h & mask] - 1], name) == 0)
+			return c->slots[h & mask] - 1;
+	return c->n;
+}
+
+void cg_counts_add(struct cg_counts *c, const char *name, double count)
+{
+	size_t i = cg_counts_find(c, name);
+	if (i < c->n) {
+		c->counts[i] += count;
+		return;
+	}
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 8;
+		c->names = cg_grow(c->names, c->cap, sizeof *c->names);
+		c->counts = cg_grow(c->counts, c->cap, sizeof *c->counts);
+	}
+	if ((c->names[c->n] = strdup(name)) == NULL) {
 		fputs("cugraft: out of memory\n", stderr);
 		exit(1);
 	}
 	c->counts[c->n++] = count;
+	if (2 * c->n > c->n_slots)
+		cg_counts_rehash(c, c->n);
+	else
+		cg_counts_index(c, c->n - 1);
+}
+
+struct cg_sort_item {
+	double count;
+	size_t seen;
+	char *name;
+};
+
+/* Largest first, NaN (an overflow summed with its negative) last, then first-seen order. */
+static int cg_sort_cmp(const void *pa, const void *pb)
+{
+	const struct cg_sort_item *a = pa, *b = pb;
+	if (!isnan(a->count) != !isnan(b->count))   /* isnan: any non-zero */
+		return isnan(a->count) ? 1 : -1;
+	if (a->count > b->count)
+		return -1;
+	if (a->count < b->count)
+		return 1;
+	return a->seen < b->seen ? -1 : a->seen > b->seen;
 }
 
 void cg_counts_sort(struct cg_counts *c)
 {
-	for (size_t i = 1; i < c->n; i++)   /* insertion sort: stable, lists are short */
-		for (size_t k = i; k > 0 && c->counts[k] > c->counts[k - 1]; k--) {
-			double t = c->counts[k]; c->counts[k] = c->counts[k - 1]; c->counts[k - 1] = t;
-			char *s = c->names[k]; c->names[k] = c->names[k - 1]; c->names[k - 1] = s;
-		}
+	if (c->n < 2)
+		return;
+	struct cg_sort_item *items = cg_grow(NULL, c->n, sizeof *items);
+	for (size_t i = 0; i < c->n; i++)
+		items[i] = (struct cg_sort_item){ c->counts[i], i, c->names[i] };
+	qsort(items, c->n, sizeof *items, cg_sort_cmp);
+	for (size_t i = 0; i < c->n; i++) {
+		c->counts[i] = items[i].count;
+		c->names[i] = items[i].name;
+	}
+	free(items);
+	cg_counts_rehash(c, c->n);
 }
 
 void cg_counts_free(struct cg_counts *c)
@@ -106,22 +195,71 @@ void cg_counts_free(struct cg_counts *c)
 		free(c->names[i]);
 	free(c->names);
 	free(c->counts);
+	free(c->slots);
 	memset(c, 0, sizeof *c);
 }
 
-static struct cg_counts *cg_merged_map_get(struct cg_merged *m, const char *name)
+/* The map named `name` of the parallel (names, maps) pair, created empty when new. */
+static struct cg_counts *cg_map_get(struct cg_counts *names, struct cg_counts **maps, const char *name)
 {
-	for (size_t i = 0; i < m->n_maps; i++)
-		if (strcmp(m->map_names[i], name) == 0)
-			return &m->maps[i];
-	m->map_names = realloc(m->map_names, (m->n_maps + 1) * sizeof *m->map_names);
-	m->maps = realloc(m->maps, (m->n_maps + 1) * sizeof *m->maps);
-	if (m->map_names == NULL || m->maps == NULL || (m->map_names[m->n_maps] = strdup(name)) == NULL) {
+	size_t i = cg_counts_find(names, name);
+	if (i == names->n) {
+		cg_counts_add(names, name, 0);
+		if ((i & (i - 1)) == 0)   /* doubling, as names grows */
+			*maps = cg_grow(*maps, i ? 2 * i : 1, sizeof **maps);
+		memset(&(*maps)[i], 0, sizeof (*maps)[i]);
+	}
+	return &(*maps)[i];
+}
+
+static bool cg_is_version(const char *key)
+{
+	size_t n = strlen(key);
+	return n >= 8 && strcmp(key + n - 8, "_version") == 0;
+}
+
+/* A finite number as JSON, shortest of %.15g / %.17g that reads back the same; NaN and
+ * infinities (sums past double's range) as null. */
+static void cg_num_text(double v, char *buf, size_t size)
+{
+	if (!isfinite(v))
+		snprintf(buf, size, "null");
+	else if (v == floor(v) && fabs(v) < 9007199254740992.0)
+		snprintf(buf, size, "%.0f", v);
+	else if (snprintf(buf, size, "%.15g", v), strtod(buf, NULL) != v)
+		snprintf(buf, size, "%.17g", v);
+}
+
+/* A version is one value per rank: files that differ are kept apart, counted by value. Values
+ * are kept as 'n' + number text or 's' + string. */
+static void cg_merged_version(struct cg_merged *m, const char *key, const struct jv *v)
+{
+	if (v == NULL || (v->type != JV_NUM && v->type != JV_STR))
+		return;
+	char num[40], *text;
+	if (v->type == JV_NUM) {
+		num[0] = 'n';
+		cg_num_text(v->num, num + 1, sizeof num - 1);
+		text = strdup(num);
+	} else {
+		text = malloc(strlen(v->str) + 2);
+		if (text)
+			text[0] = 's', strcpy(text + 1, v->str);
+	}
+	if (text == NULL) {
 		fputs("cugraft: out of memory\n", stderr);
 		exit(1);
 	}
-	memset(&m->maps[m->n_maps], 0, sizeof m->maps[0]);
-	return &m->maps[m->n_maps++];
+	cg_counts_add(cg_map_get(&m->version_names, &m->versions, key), text, 1);
+	free(text);
+}
+
+void cg_version_print(FILE *out, const char *value, bool json)
+{
+	if (value[0] == 's' && json)
+		jv_print_string(out, value + 1);
+	else
+		fputs(value + 1, out);
 }
 
 /* Ratios and the record's own fields are not summed. */
@@ -129,19 +267,26 @@ static bool cg_summed(const char *key)
 {
 	return strcmp(key, "t") != 0 && strcmp(key, "replayed_share") != 0 &&
 	       strcmp(key, "patches_per_graph_launch") != 0 && strcmp(key, "pid") != 0 &&
-	       strcmp(key, "rank") != 0;
+	       strcmp(key, "rank") != 0 && !cg_is_version(key);
 }
 
 void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f)
 {
 	m->files++;
 	const struct jv *s = f->summary;
+	/* libnccl loaded after the header: the summary says which; otherwise the header does. */
+	const struct jv *nccl = jv_get(s, "nccl_version");
+	if (nccl == NULL || nccl->type == JV_NULL)
+		nccl = jv_get(f->header, "nccl_version");
+	cg_merged_version(m, "nccl_version", nccl);
 	if (s == NULL) {
+		/* A fallback record is one fallback (the writer has no count; suppressed ones are
+		 * counted only in a summary). */
 		m->partial++;
-		struct cg_counts *fb = cg_merged_map_get(m, "fallbacks");
+		struct cg_counts *fb = cg_map_get(&m->map_names, &m->maps, "fallbacks");
 		for (size_t i = 0; i < f->n_fallbacks; i++) {
 			const char *reason = jv_str(jv_get(f->fallbacks[i], "reason"));
-			cg_counts_add(fb, reason ? reason : "?", jv_num(jv_get(f->fallbacks[i], "count"), 1));
+			cg_counts_add(fb, reason ? reason : "?", 1);
 		}
 		return;
 	}
@@ -150,8 +295,10 @@ void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f)
 		const char *key = s->keys[i];
 		if (v->type == JV_NUM && cg_summed(key)) {
 			cg_counts_add(&m->totals, key, v->num);
+		} else if (v->type == JV_NUM && cg_is_version(key) && strcmp(key, "nccl_version") != 0) {
+			cg_merged_version(m, key, v);
 		} else if (v->type == JV_OBJ) {
-			struct cg_counts *c = cg_merged_map_get(m, key);
+			struct cg_counts *c = cg_map_get(&m->map_names, &m->maps, key);
 			for (size_t k = 0; k < v->n; k++)
 				if (v->items[k]->type == JV_NUM)
 					cg_counts_add(c, v->keys[k], v->items[k]->num);
@@ -167,26 +314,36 @@ void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f)
 
 double cg_merged_total(const struct cg_merged *m, const char *name, double def)
 {
-	for (size_t i = 0; i < m->totals.n; i++)
-		if (strcmp(m->totals.names[i], name) == 0)
-			return m->totals.counts[i];
-	return def;
+	size_t i = cg_counts_find(&m->totals, name);
+	return i < m->totals.n ? m->totals.counts[i] : def;
 }
 
 const struct cg_counts *cg_merged_map(const struct cg_merged *m, const char *name)
 {
-	for (size_t i = 0; i < m->n_maps; i++)
-		if (strcmp(m->map_names[i], name) == 0)
-			return &m->maps[i];
-	return NULL;
+	size_t i = cg_counts_find(&m->map_names, name);
+	return i < m->map_names.n ? &m->maps[i] : NULL;
+}
+
+const struct cg_counts *cg_merged_versions(const struct cg_merged *m, const char *name)
+{
+	size_t i = cg_counts_find(&m->version_names, name);
+	return i < m->version_names.n ? &m->versions[i] : NULL;
 }
 
 static void cg_print_num(FILE *out, double v)
 {
-	if (v == (double)(long long)v)
-		fprintf(out, "%lld", (long long)v);
+	char text[40];
+	cg_num_text(v, text, sizeof text);
+	fputs(text, out);
+}
+
+/* A ratio, short (%.6g), null when not finite. */
+static void cg_print_ratio(FILE *out, const char *key, double v)
+{
+	if (isfinite(v))
+		fprintf(out, ",\"%s\":%.6g", key, v);
 	else
-		fprintf(out, "%.6g", v);
+		fprintf(out, ",\"%s\":null", key);
 }
 
 void cg_merged_json(FILE *out, const struct cg_merged *m)
@@ -200,12 +357,39 @@ void cg_merged_json(FILE *out, const struct cg_merged *m)
 	}
 	double ops = cg_merged_total(m, "ops", 0), launches = cg_merged_total(m, "graph_launches", 0);
 	if (ops > 0)
-		fprintf(out, ",\"replayed_share\":%.6g", cg_merged_total(m, "ops_replayed", 0) / ops);
+		cg_print_ratio(out, "replayed_share", cg_merged_total(m, "ops_replayed", 0) / ops);
 	if (launches > 0)
-		fprintf(out, ",\"patches_per_graph_launch\":%.6g", cg_merged_total(m, "patches", 0) / launches);
-	for (size_t i = 0; i < m->n_maps; i++) {
+		cg_print_ratio(out, "patches_per_graph_launch", cg_merged_total(m, "patches", 0) / launches);
+	/* One version: the value; ranks that differ: null, and each value with its file count. */
+	for (size_t i = 0; i < m->version_names.n; i++) {
+		const struct cg_counts *v = &m->versions[i];
 		fputc(',', out);
-		jv_print_string(out, m->map_names[i]);
+		jv_print_string(out, m->version_names.names[i]);
+		fputc(':', out);
+		if (v->n == 1) {
+			cg_version_print(out, v->names[0], true);
+			continue;
+		}
+		fputs("null", out);
+		fputc(',', out);
+		size_t klen = strlen(m->version_names.names[i]);
+		char *key = cg_grow(NULL, klen + 2, 1);
+		snprintf(key, klen + 2, "%ss", m->version_names.names[i]);
+		jv_print_string(out, key);
+		free(key);
+		fputs(":{", out);
+		for (size_t k = 0; k < v->n; k++) {
+			if (k)
+				fputc(',', out);
+			jv_print_string(out, v->names[k] + 1);
+			fputc(':', out);
+			cg_print_num(out, v->counts[k]);
+		}
+		fputc('}', out);
+	}
+	for (size_t i = 0; i < m->map_names.n; i++) {
+		fputc(',', out);
+		jv_print_string(out, m->map_names.names[i]);
 		fputs(":{", out);
 		for (size_t k = 0; k < m->maps[i].n; k++) {
 			if (k)
@@ -216,11 +400,9 @@ void cg_merged_json(FILE *out, const struct cg_merged *m)
 		}
 		fputc('}', out);
 	}
-	struct cg_counts top = m->kernels;   /* sorted view: sort a copy of the arrays */
-	top.names = malloc(top.n * sizeof *top.names + 1);
-	top.counts = malloc(top.n * sizeof *top.counts + 1);
-	memcpy(top.names, m->kernels.names, top.n * sizeof *top.names);
-	memcpy(top.counts, m->kernels.counts, top.n * sizeof *top.counts);
+	struct cg_counts top = { 0 };   /* sorted view: a copy */
+	for (size_t k = 0; k < m->kernels.n; k++)
+		cg_counts_add(&top, m->kernels.names[k], m->kernels.counts[k]);
 	cg_counts_sort(&top);
 	fputs(",\"kernels\":[", out);
 	for (size_t k = 0; k < top.n && k < 20; k++) {
@@ -231,18 +413,19 @@ void cg_merged_json(FILE *out, const struct cg_merged *m)
 		fputc('}', out);
 	}
 	fputs("]}\n", out);
-	free(top.names);
-	free(top.counts);
+	cg_counts_free(&top);
 }
 
 void cg_merged_free(struct cg_merged *m)
 {
 	cg_counts_free(&m->totals);
 	cg_counts_free(&m->kernels);
-	for (size_t i = 0; i < m->n_maps; i++) {
-		free(m->map_names[i]);
+	for (size_t i = 0; i < m->map_names.n; i++)
 		cg_counts_free(&m->maps[i]);
-	}
-	free(m->map_names);
+	for (size_t i = 0; i < m->version_names.n; i++)
+		cg_counts_free(&m->versions[i]);
+	cg_counts_free(&m->map_names);
+	cg_counts_free(&m->version_names);
 	free(m->maps);
+	free(m->versions);
 }

@@ -26,30 +26,44 @@ struct cg_rfile {
 bool cg_rfile_load(struct cg_rfile *f, const char *path);
 void cg_rfile_free(struct cg_rfile *f);
 
-/* Name -> count, in first-seen order. */
+/* Name -> count, in first-seen order, with a hash index so that adding is O(1) however many
+ * distinct names a report holds (a hostile or huge one: 300k kernels). Zero-initialise. */
 struct cg_counts {
 	size_t n;
 	char **names;
 	double *counts;
+	size_t cap;          /* of names and counts */
+	size_t *slots;       /* open addressing: index + 1, 0 empty; n_slots a power of two */
+	size_t n_slots;
 };
 void cg_counts_add(struct cg_counts *c, const char *name, double count);
-void cg_counts_sort(struct cg_counts *c);   /* largest first */
+/* The index of `name`, or c->n when absent. */
+size_t cg_counts_find(const struct cg_counts *c, const char *name);
+/* Largest first, ties in first-seen order; the index is rebuilt. */
+void cg_counts_sort(struct cg_counts *c);
 void cg_counts_free(struct cg_counts *c);
 
 /* Summaries added together: every numeric member summed, every object member summed key by
- * key, "kernels" merged by name; ratios recomputed. Files without a summary add their fallback
- * records instead (counted in `partial`). */
+ * key, "kernels" merged by name; ratios recomputed. Versions (nccl_version) are taken, not
+ * summed: ranks that disagree are listed in `versions`. Files without a summary add their
+ * fallback records instead, one each (counted in `partial`). */
 struct cg_merged {
 	size_t files, partial;
 	struct cg_counts totals;                  /* numeric members */
-	size_t n_maps;
-	char **map_names;                         /* fallbacks, entry_points, boundaries, ... */
+	struct cg_counts map_names;               /* fallbacks, entry_points, ...: names of maps[] */
 	struct cg_counts *maps;
 	struct cg_counts kernels;
+	struct cg_counts version_names;           /* nccl_version, ...: names of versions[] */
+	struct cg_counts *versions;               /* per version: value -> files that had it */
 };
 void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f);
 double cg_merged_total(const struct cg_merged *m, const char *name, double def);
 const struct cg_counts *cg_merged_map(const struct cg_merged *m, const char *name);
+/* A version's values -> files that had it; NULL when no file had it. Each value is a number
+ * or a string as cg_version_print writes it (JSON: strings quoted). */
+const struct cg_counts *cg_merged_versions(const struct cg_merged *m, const char *name);
+void cg_version_print(FILE *out, const char *value, bool json);
+/* One JSON object; totals that overflowed to infinity (or NaN) are written as null. */
 void cg_merged_json(FILE *out, const struct cg_merged *m);
 void cg_merged_free(struct cg_merged *m);
 
