@@ -122,6 +122,29 @@ static void cg_print_ending(const struct cg_rfile *f)
 }
 
 /* The collectives scope (shim/VOTE.md): collectives launched from graphs and the votes held. */
+/* The deferral controller (the summary's control): whether this process defers, and the
+ * figures of the measurement that decided it. */
+static void cg_print_control(const struct cg_rfile *f)
+{
+	const struct jv *c = f->summary ? jv_get(f->summary, "control") : NULL;
+	if (!c || c->type != JV_OBJ)
+		return;
+	const char *mode = jv_str(jv_get(c, "mode"));
+	double decisions = jv_num(jv_get(c, "decisions"), 0);
+	printf("  deferral   %s", mode ? mode : "?");
+	if (decisions < 1) {
+		const char *phase = jv_str(jv_get(c, "phase"));
+		printf(" (not measured: %s)\n", phase && strcmp(phase, "waiting") == 0
+		       ? "no epoch with graphs in use yet, or CUGRAFT_MEASURE=0" : "probe still running");
+		return;
+	}
+	double e = jv_num(jv_get(c, "eager_ns_per_op"), 0), g = jv_num(jv_get(c, "graphed_ns_per_op"), 0);
+	printf(" · measured %.0f ns per op graphed vs %.0f eager (%.3fx) over %.0f+%.0f epochs · "
+	       "%.0f decisions, %.0f changed\n", g, e, g > 0 ? e / g : 0,
+	       jv_num(jv_get(c, "graphed_epochs"), 0), jv_num(jv_get(c, "eager_epochs"), 0),
+	       decisions, jv_num(jv_get(c, "changes"), 0));
+}
+
 static void cg_print_collectives(const struct cg_merged *m)
 {
 	const struct cg_counts *v = cg_merged_map(m, "votes");
@@ -368,6 +391,7 @@ int cg_cmd_report(int argc, char **argv)
 			cg_print_header(&f, index);
 			cg_print_ending(&f);
 			cg_print_totals(&one);
+			cg_print_control(&f);
 			cg_print_firsts(&f);
 			cg_print_votes(&f);
 			double more = 0;

@@ -297,7 +297,8 @@ void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f)
 			cg_counts_add(&m->totals, key, v->num);
 		} else if (v->type == JV_NUM && cg_is_version(key) && strcmp(key, "nccl_version") != 0) {
 			cg_merged_version(m, key, v);
-		} else if (v->type == JV_OBJ) {
+		} else if (v->type == JV_OBJ && strcmp(key, "control") != 0) {
+			/* (the deferral controller's state is one process's: rendered per file) */
 			struct cg_counts *c = cg_map_get(&m->map_names, &m->maps, key);
 			for (size_t k = 0; k < v->n; k++)
 				if (v->items[k]->type == JV_NUM)

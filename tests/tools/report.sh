@@ -17,6 +17,8 @@ expect "$out" "device     NVIDIA H200 (GPU 1) · driver 13.0"   # rank 1's summa
 expect "$out" "options    CUGRAFT_WARMUP=11 CUGRAFT_REPORT=r%r.jsonl"
 expect "$out" "replayed   90.0% of 1000 ops from graphs (15 graph launches, 16 graphs built), 100 eager"
 expect "$out" "fallbacks  sync 7 · divergence 2"
+expect "$out" "deferral   eager · measured 5600 ns per op graphed vs 5100 eager (0.911x) over 5+5 epochs · 3 decisions, 1 changed"
+expect "$out" "deferral   graphs (not measured: no epoch with graphs in use yet, or CUGRAFT_MEASURE=0)"
 expect "$out" "first sync: cuStreamSynchronize on stream 1 at op 301"
 expect "$out" "at train_step+0x1c4 (trainer)"
 expect "$out" "first divergence: cuLaunchKernel on stream 1 at op 77 (kernel softmax_fwd)"
@@ -30,6 +32,8 @@ expect "$out" "fallbacks  collective 20 · sync 10 · divergence 2"
 expect "$out" "vote 42 on communicator 0 (ncclAllReduce): declined; this rank wanted replay of the graph captured at vote 8, the ranks ranged from eager to replay of the graph captured at vote 8"
 expect "$out" "vote 42 on communicator 0 (ncclAllReduce): declined; this rank wanted eager, the ranks"
 expect "$out" "ranks      consistent: every rank ran the same collectives eagerly after the votes that did not agree (communicator:vote 0:42)"
+json=$("$CG" report --json "$DATA/rank0.jsonl" "$DATA/rank1.jsonl") || fail "exit $? on good files (--json)"
+printf '%s' "$json" | grep -q '"control"' && fail "one process's controller state was merged into --json"
 echo "text rendering and merged totals"
 
 # Ranks that did not fall back at the same votes are named.
