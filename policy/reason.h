@@ -10,6 +10,7 @@
 	X(UNSEEN,        "unseen_signature", "a launch never seen before (new kernel, grid or shape): pad or bucket shapes so they repeat") \
 	X(DIVERGENCE,    "divergence",       "the launch sequence left the learned pattern mid-chunk: data-dependent control flow or a shape change") \
 	X(SYNC,          "sync",             "host waited for the GPU inside the repeating work (.item(), .cpu(), print(tensor)): move it out or do it every N steps") \
+	X(QUERY,         "query",            "the host polled a stream (cudaStreamQuery) inside the repeating work: what was pending was submitted first; poll less often, or query an event recorded after the work") \
 	X(HOST_COPY,     "host_copy",        "host<->device copy inside the repeating work: prefetch inputs before the loop body or use pinned buffers outside it") \
 	X(ALLOC,         "alloc",            "allocation or free inside the repeating work (allocator cache miss): warm the allocator or preallocate") \
 	X(PINNED_ALLOC,  "pinned_alloc",     "pinned host memory allocated inside the repeating work: allocate pinned buffers once, before the loop") \
