@@ -121,6 +121,7 @@ startup-checks) # expandable segments: NCCL_GRAPH_REGISTER=0 set and said; a use
   ;;
 backtrace) # first occurrences carry a host backtrace reaching the program's own function, and
            # `cugraft report` adds its source line (the program has debug information)
+  case ${CG_SANITIZER_RT:-} in *libtsan*) echo "skipped: no backtraces under TSan"; exit 77 ;; esac
   shim s "$progs/fourway" --iters 10
   grep '"event":"fallback"' "$tmp/s.jsonl" | grep -q '"backtrace":\[[^]]*main+0x[0-9a-f]* (fourway)' ||
     fail "no fallback backtrace names fourway's main: $(grep -m1 backtrace "$tmp/s.jsonl" | cut -c1-400)"
