@@ -206,7 +206,7 @@ static uint64_t run_trace(uint64_t seed)
 		assert_non_null(w.s[i]);
 		make_program(&w.prog[i], &r);
 		if (w.cfg.measure)  /* long enough for the controller's probes to end */
-			w.prog[i].iters += below(&r, 150);
+			w.prog[i].iters += below(&r, 60);
 	}
 	bool live[2] = { true, true };
 	while (live[0] || live[1]) {
