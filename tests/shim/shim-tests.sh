@@ -8,6 +8,9 @@ case_name=$1 lib=$2 fakedir=$3 progs=$4
 export LD_LIBRARY_PATH=$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # A sanitized build's runtime comes first in LD_PRELOAD (tests/meson.build sets CG_SANITIZER_RT).
 rt=${CG_SANITIZER_RT:+$CG_SANITIZER_RT:}
+# The deferral controller decides from wall time, which on the CPU fake is noise: every case
+# counts what the policy does with it off, unless it sets it (control-*: wall time made to differ).
+export CUGRAFT_MEASURE=${CUGRAFT_MEASURE:-0}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
@@ -26,10 +29,8 @@ print(v)' "$1" "$2"; }
 # eager NAME ARGS...: the program alone; shim NAME ARGS...: under the shim. Outputs in $tmp/NAME.*
 eager() { local n=$1; shift
   FAKECUDA_STATS=$tmp/$n.stats FAKECUDA_LOG=${LOGRUN:+$tmp/$n.log} timeout 60 "$@" > "$tmp/$n.out" 2> "$tmp/$n.err"; echo $? > "$tmp/$n.rc"; }
-# The deferral controller decides from wall time, which on the CPU fake is noise: tests count
-# what the policy does with it off, unless they set it (control-*: wall time made to differ).
 shim() { local n=$1; shift
-  CUGRAFT_MEASURE=${CUGRAFT_MEASURE:-0} CUGRAFT_REPORT=$tmp/$n.jsonl FAKECUDA_STATS=$tmp/$n.stats FAKECUDA_LOG=${LOGRUN:+$tmp/$n.log} \
+  CUGRAFT_REPORT=$tmp/$n.jsonl FAKECUDA_STATS=$tmp/$n.stats FAKECUDA_LOG=${LOGRUN:+$tmp/$n.log} \
     LD_PRELOAD=$rt$lib timeout 60 "$@" > "$tmp/$n.out" 2> "$tmp/$n.err"; echo $? > "$tmp/$n.rc"; }
 same_result() { # A B: both exited 0 and printed the same checksum
   [ "$(cat "$tmp/$1.rc")" = 0 ] || fail "$1 exited $(cat "$tmp/$1.rc"): $(tail -3 "$tmp/$1.err")"
