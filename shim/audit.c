@@ -69,17 +69,18 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
 	if (cg_tl_forwarding || armed)
 		return;
 	if (atomic_fetch_add_explicit(&escaped[a], 1, memory_order_relaxed) == 0 && cg_report_active()) {
-		struct cg_json j;
-		cg_json_begin(&j, "escaped");
-		cg_json_str(&j, "api", audited_name[a]);
+		struct cg_json *j = cg_json_take();
+		cg_json_begin(j, "escaped");
+		cg_json_str(j, "api", audited_name[a]);
 		void *pcs[16];
 		int n = cg_backtrace_capture(pcs, 16, 2);
 		if (n > 0) {
-			cg_json_backtrace(&j, "backtrace", pcs, n);
-			cg_json_backtrace_where(&j, "where", pcs, n);
+			cg_json_backtrace(j, "backtrace", pcs, n);
+			cg_json_backtrace_where(j, "where", pcs, n);
 		}
-		if (cg_json_end(&j))
-			cg_report_emit(&j);
+		if (cg_json_end(j))
+			cg_report_emit(j);
+		cg_json_give(j);
 	}
 }
 

@@ -56,9 +56,10 @@ void cg_note_once(int *once, const char *text)
 	cg_log(CG_LOG_WARN, "%s", text);
 	if (!cg_report_active())
 		return;
-	struct cg_json j;
-	cg_json_begin(&j, "note");
-	cg_json_str(&j, "text", text);
-	if (cg_json_end(&j))
-		cg_report_emit(&j);
+	struct cg_json *j = cg_json_take();
+	cg_json_begin(j, "note");
+	cg_json_str(j, "text", text);
+	if (cg_json_end(j))
+		cg_report_emit(j);
+	cg_json_give(j);
 }

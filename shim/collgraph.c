@@ -178,21 +178,22 @@ static void report_vote(struct cg_coll_comm *r, const struct cg_coll_call *c, co
 	__atomic_fetch_add(&fallbacks[why], 1, __ATOMIC_RELAXED);
 	if (!cg_report_active() || !cg_report_first("vote", (uint64_t)why, 8))
 		return;
-	struct cg_json j;
-	cg_json_begin(&j, "vote");
-	cg_json_uint(&j, "comm", r->id);
-	cg_json_int(&j, "rank", r->rank);
-	cg_json_int(&j, "nranks", r->nranks);
-	cg_json_uint(&j, "vote", r->n.votes);
-	cg_json_str(&j, "api", c->api);
-	cg_json_str(&j, "outcome", outcome);
-	cg_json_int(&j, "local", local);
-	cg_json_int(&j, "max", max);
-	cg_json_int(&j, "min", min);
-	cg_json_str(&j, "reason", cg_reason_name(why));
-	cg_json_str(&j, "hint", cg_reason_hint(why));
-	if (cg_json_end(&j))
-		cg_report_emit(&j);
+	struct cg_json *j = cg_json_take();
+	cg_json_begin(j, "vote");
+	cg_json_uint(j, "comm", r->id);
+	cg_json_int(j, "rank", r->rank);
+	cg_json_int(j, "nranks", r->nranks);
+	cg_json_uint(j, "vote", r->n.votes);
+	cg_json_str(j, "api", c->api);
+	cg_json_str(j, "outcome", outcome);
+	cg_json_int(j, "local", local);
+	cg_json_int(j, "max", max);
+	cg_json_int(j, "min", min);
+	cg_json_str(j, "reason", cg_reason_name(why));
+	cg_json_str(j, "hint", cg_reason_hint(why));
+	if (cg_json_end(j))
+		cg_report_emit(j);
+	cg_json_give(j);
 }
 
 /* No more votes on this communicator: every later collective runs eagerly, on every rank. */

@@ -81,21 +81,22 @@ static void json_decision(const struct cg_event *ev)
 	const struct cg_control_decision *d = ev->decision;
 	if (!cg_report_first("decision", 0, 64))
 		return;
-	struct cg_json j;
-	cg_json_begin(&j, "decision");
-	cg_json_uint(&j, "stream", ev->stream_id);  /* whose op ended the probe */
-	cg_json_uint(&j, "op_index", ev->op_index);
-	cg_json_str(&j, "decision", d->defer ? "graphs" : "eager");
-	cg_json_bool(&j, "changed", d->flipped);
-	cg_json_double(&j, "eager_ns_per_op", d->eager_ns);
-	cg_json_double(&j, "graphed_ns_per_op", d->graph_ns);
-	cg_json_uint(&j, "eager_epochs", d->eager_samples);
-	cg_json_uint(&j, "graphed_epochs", d->graph_samples);
-	cg_json_uint(&j, "period_intervals", d->period);
-	cg_json_uint(&j, "epoch_intervals", d->epoch_intervals);
-	cg_json_uint(&j, "hold_epochs", d->hold);
-	if (cg_json_end(&j))
-		cg_report_emit(&j);
+	struct cg_json *j = cg_json_take();
+	cg_json_begin(j, "decision");
+	cg_json_uint(j, "stream", ev->stream_id);  /* whose op ended the probe */
+	cg_json_uint(j, "op_index", ev->op_index);
+	cg_json_str(j, "decision", d->defer ? "graphs" : "eager");
+	cg_json_bool(j, "changed", d->flipped);
+	cg_json_double(j, "eager_ns_per_op", d->eager_ns);
+	cg_json_double(j, "graphed_ns_per_op", d->graph_ns);
+	cg_json_uint(j, "eager_epochs", d->eager_samples);
+	cg_json_uint(j, "graphed_epochs", d->graph_samples);
+	cg_json_uint(j, "period_intervals", d->period);
+	cg_json_uint(j, "epoch_intervals", d->epoch_intervals);
+	cg_json_uint(j, "hold_epochs", d->hold);
+	if (cg_json_end(j))
+		cg_report_emit(j);
+	cg_json_give(j);
 }
 
 void cg_events_engine(void *be, const struct cg_event *ev)
@@ -116,72 +117,74 @@ void cg_events_engine(void *be, const struct cg_event *ev)
 	if (!cg_report_first(name, ev->kind == CG_EV_FALLBACK ? (uint64_t)ev->reason : 0,
 	                     ev->kind == CG_EV_FALLBACK ? 4 : 64))
 		return;
-	struct cg_json j;
-	cg_json_begin(&j, name);
-	cg_json_uint(&j, "stream", ev->stream_id);
-	cg_json_uint(&j, "op_index", ev->op_index);
+	struct cg_json *j = cg_json_take();
+	cg_json_begin(j, name);
+	cg_json_uint(j, "stream", ev->stream_id);
+	cg_json_uint(j, "op_index", ev->op_index);
 	if (ev->kind != CG_EV_FALLBACK) {
-		cg_json_hex(&j, "chunk_key", ev->chunk_key);
-		cg_json_uint(&j, "ops", ev->chunk_ops);
+		cg_json_hex(j, "chunk_key", ev->chunk_key);
+		cg_json_uint(j, "ops", ev->chunk_ops);
 	}
 	if (ev->reason != CG_R_NONE) {
-		cg_json_str(&j, "reason", cg_reason_name(ev->reason));
-		cg_json_str(&j, "hint", cg_reason_hint(ev->reason));
+		cg_json_str(j, "reason", cg_reason_name(ev->reason));
+		cg_json_str(j, "hint", cg_reason_hint(ev->reason));
 	}
 	if (ev->detail)
-		cg_json_str(&j, "detail", ev->detail);
+		cg_json_str(j, "detail", ev->detail);
 	/* The program's call that made the engine decide; a timeout comes from the flusher. */
 	if (ev->kind == CG_EV_FALLBACK && ev->reason != CG_R_TIMEOUT && cg_tl_api)
-		cg_json_str(&j, "api", cg_tl_api);
+		cg_json_str(j, "api", cg_tl_api);
 	if (ev->got && ev->got->name)
-		cg_json_str(&j, "kernel", ev->got->name);
-	json_op(&j, "expected", ev->expected);
-	json_op(&j, "got", ev->got);
+		cg_json_str(j, "kernel", ev->got->name);
+	json_op(j, "expected", ev->expected);
+	json_op(j, "got", ev->got);
 	int depth = (int)cg_opt_int(CG_OPT_BACKTRACE);
 	if (ev->kind == CG_EV_FALLBACK && depth > 0) {
 		void *pcs[64];
 		int n = cg_backtrace_capture(pcs, depth < 64 ? depth : 64, 2);
 		if (n > 0) {
-			cg_json_backtrace(&j, "backtrace", pcs, n);
-			cg_json_backtrace_where(&j, "where", pcs, n);
+			cg_json_backtrace(j, "backtrace", pcs, n);
+			cg_json_backtrace_where(j, "where", pcs, n);
 		}
 	}
-	if (cg_json_end(&j))
-		cg_report_emit(&j);
+	if (cg_json_end(j))
+		cg_report_emit(j);
+	cg_json_give(j);
 }
 
 void cg_events_header(void)
 {
 	if (!cg_report_active())
 		return;
-	struct cg_json j;
-	cg_json_begin(&j, "header");
-	cg_json_str(&j, "version", CG_VERSION);
-	cg_json_uint(&j, "pid", (uint64_t)getpid());
-	cg_json_int(&j, "rank", cg_report_rank());
-	cg_options_json(&j);
+	struct cg_json *j = cg_json_take();
+	cg_json_begin(j, "header");
+	cg_json_str(j, "version", CG_VERSION);
+	cg_json_uint(j, "pid", (uint64_t)getpid());
+	cg_json_int(j, "rank", cg_report_rank());
+	cg_options_json(j);
 	int v = 0;
 	cg_tl_internal++;
 	if (cg_real[CG_E_cuDriverGetVersion] && CG_REAL(cuDriverGetVersion)(&v) == CUDA_SUCCESS)
-		cg_json_int(&j, "driver_version", v);
-	cg_json_int(&j, "cuda_version", CUDA_VERSION);
+		cg_json_int(j, "driver_version", v);
+	cg_json_int(j, "cuda_version", CUDA_VERSION);
 	char name[256] = "";
 	CUdevice dev;
 	if (cg_real[CG_E_cuDeviceGet] && CG_REAL(cuDeviceGet)(&dev, 0) == CUDA_SUCCESS)
 		CG_REAL(cuDeviceGetName)(name, sizeof(name), dev);
 	cg_tl_internal--;
-	cg_json_str(&j, "device", name[0] ? name : NULL);
+	cg_json_str(j, "device", name[0] ? name : NULL);
 	int nccl = 0;
 #ifdef CG_HAVE_NCCL
 	nccl = cg_nccl_version();
 #endif
 	if (nccl)
-		cg_json_int(&j, "nccl_version", nccl);
+		cg_json_int(j, "nccl_version", nccl);
 	else
-		cg_json_null(&j, "nccl_version");
-	cg_startup_checks_json(&j);
-	if (cg_json_end(&j))
-		cg_report_emit(&j);
+		cg_json_null(j, "nccl_version");
+	cg_startup_checks_json(j);
+	if (cg_json_end(j))
+		cg_report_emit(j);
+	cg_json_give(j);
 }
 
 /* The devices the program's streams live on (a process may use several: one per rank is the

@@ -2,6 +2,9 @@
  * kept in reserve, so cg_json_end can always finish a line that did not overflow. */
 #include "json.h"
 
+#include <sched.h>
+#include <stdatomic.h>
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -226,4 +229,24 @@ const char *cg_json_line(const struct cg_json *j, size_t *len)
 		return NULL;
 	*len = j->len;
 	return j->buf;
+}
+
+#define CG_JSON_POOL 8
+static struct cg_json pool[CG_JSON_POOL];
+static atomic_bool pool_busy[CG_JSON_POOL];
+
+struct cg_json *cg_json_take(void)
+{
+	for (;;) {
+		for (int i = 0; i < CG_JSON_POOL; i++)
+			if (!atomic_load_explicit(&pool_busy[i], memory_order_relaxed) &&
+			    !atomic_exchange_explicit(&pool_busy[i], true, memory_order_acquire))
+				return &pool[i];
+		sched_yield();
+	}
+}
+
+void cg_json_give(struct cg_json *j)
+{
+	atomic_store_explicit(&pool_busy[j - pool], false, memory_order_release);
 }

@@ -23,6 +23,12 @@ struct cg_json {
 };
 
 /* {"event":"<event>","t":<seconds since the library was loaded> */
+/* A record buffer off the caller's stack (16 KiB would be too much for a program thread's small
+ * stack, or inside a CUPTI callback): one of a few, taken and given back; waits when all are in
+ * use, which takes as many threads writing records at once. */
+struct cg_json *cg_json_take(void);
+void cg_json_give(struct cg_json *j);
+
 void cg_json_begin(struct cg_json *j, const char *event);
 void cg_json_str(struct cg_json *j, const char *key, const char *val);   /* NULL -> null */
 void cg_json_int(struct cg_json *j, const char *key, long long val);

@@ -316,26 +316,27 @@ bool cg_report_first(const char *kind, uint64_t key, unsigned limit)
 
 static void cg_report_suppressed(void)
 {
-	struct cg_json j;
+	struct cg_json *j = cg_json_take();
 	pthread_mutex_lock(&cg_limits_lock);
 	for (size_t i = 0; i < CG_REPORT_LIMIT_SLOTS; i++) {
 		const struct cg_limit_slot *s = &cg_limits[i];
 		if (s->kind == NULL || s->calls <= s->limit)
 			continue;
-		cg_json_begin(&j, "suppressed");
-		cg_json_str(&j, "kind", s->kind);
-		cg_json_hex(&j, "key", s->key);
-		cg_json_uint(&j, "count", s->calls - s->limit);
-		cg_report_emit(&j);
+		cg_json_begin(j, "suppressed");
+		cg_json_str(j, "kind", s->kind);
+		cg_json_hex(j, "key", s->key);
+		cg_json_uint(j, "count", s->calls - s->limit);
+		cg_report_emit(j);
 	}
 	if (cg_limits_overflow > 0) {
-		cg_json_begin(&j, "suppressed");
-		cg_json_str(&j, "kind", "other");
-		cg_json_hex(&j, "key", 0);
-		cg_json_uint(&j, "count", cg_limits_overflow);
-		cg_report_emit(&j);
+		cg_json_begin(j, "suppressed");
+		cg_json_str(j, "kind", "other");
+		cg_json_hex(j, "key", 0);
+		cg_json_uint(j, "count", cg_limits_overflow);
+		cg_report_emit(j);
 	}
 	pthread_mutex_unlock(&cg_limits_lock);
+	cg_json_give(j);
 }
 
 /* Minimal reading of our own summary line (no blanks, keys without escapes) for the human

@@ -154,9 +154,27 @@ static void test_misuse(void **state)
 	assert_true(cg_json_end(&j));
 }
 
+/* Record buffers come from a pool, not the caller's stack: distinct while taken, reused once
+ * given back. */
+static void test_buffers_taken_and_given(void **state)
+{
+	struct cg_json *t[8];
+	for (int i = 0; i < 8; i++) {
+		t[i] = cg_json_take();
+		for (int k = 0; k < i; k++)
+			assert_ptr_not_equal(t[i], t[k]);
+		cg_json_begin(t[i], "x");
+	}
+	cg_json_give(t[3]);
+	assert_ptr_equal(cg_json_take(), t[3]);
+	for (int i = 0; i < 8; i++)
+		cg_json_give(t[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_buffers_taken_and_given),
 		cmocka_unit_test(test_scalars),
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_nesting),
