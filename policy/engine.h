@@ -93,25 +93,13 @@ void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
  * Call with the stream's lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, double graph_us);
 
-/* Statistics for the report (sums over all streams, atomically maintained). */
+/* Statistics for the report (sums over all streams, atomically maintained): policy/stats.def. */
 struct cg_stats {
-	uint64_t ops;               /* ops submitted to cg_submit */
-	uint64_t ops_replayed;      /* ops that ran inside a graph launch */
-	uint64_t ops_eager;         /* ops that ran eagerly (passed or flushed) */
-	uint64_t ops_flushed;       /* of ops_eager: deferred first, then submitted eagerly */
-	uint64_t graph_launches;
-	uint64_t graphs_built;
-	uint64_t graphs_evicted;
-	uint64_t graphs_alive;
-	uint64_t patches;           /* node argument patches applied */
-	uint64_t chunks_learned;    /* distinct chunks that reached warmup */
-	uint64_t chunks_disabled;
-	uint64_t boundaries;
-	uint64_t budget_raises;     /* deferral budgets doubled after a timeout */
-	uint64_t arg_words_constant; /* over armed chunks: 8-byte argument words equal in warmup */
-	uint64_t arg_words_changing; /* ... and words that changed (pointers, steps, seeds) */
-	uint64_t divergences;       /* deferred ops that stopped matching every candidate chunk */
-	uint64_t loop_iterations;   /* iterations of the streams' loops (loop.c), summed */
+#define CG_STAT(field, key, doc) uint64_t field;
+#define CG_STAT_RATIO(key, num, den)
+#include "policy/stats.def"
+#undef CG_STAT
+#undef CG_STAT_RATIO
 	uint64_t fallbacks[CG_R_COUNT]; /* ops that ran eagerly, by reason */
 };
 void cg_engine_stats(const struct cg_engine *e, struct cg_stats *out);

@@ -293,27 +293,16 @@ void cg_events_summary(void)
 	for (int e = 0; e < CG_E_COUNT; e++)
 		if (strncmp(cg_entry_name[e], "cuLaunchKernel", 14) == 0)
 			launches += atomic_load(&cg_entry_calls[e]);
-	cg_json_uint(&j, "ops", st.ops);
 	cg_json_uint(&j, "launches", launches);
-	cg_json_uint(&j, "graph_launches", st.graph_launches);
-	cg_json_uint(&j, "ops_replayed", st.ops_replayed);
-	cg_json_uint(&j, "ops_eager", st.ops_eager);
-	cg_json_double(&j, "replayed_share", st.ops ? (double)st.ops_replayed / (double)st.ops : 0.0);
-	cg_json_uint(&j, "patches", st.patches);
-	cg_json_double(&j, "patches_per_graph_launch",
-	               st.graph_launches ? (double)st.patches / (double)st.graph_launches : 0.0);
-	cg_json_uint(&j, "graphs_built", st.graphs_built);
-	cg_json_uint(&j, "chunks_learned", st.chunks_learned);
-	cg_json_uint(&j, "chunks_disabled", st.chunks_disabled);
+	/* The engine's counters and their ratios (policy/stats.def). */
+#define CG_STAT(field, key, doc) if (key) cg_json_uint(&j, key, st.field);
+#define CG_STAT_RATIO(key, num, den) \
+	cg_json_double(&j, key, st.den ? (double)st.num / (double)st.den : 0.0);
+#include "policy/stats.def"
+#undef CG_STAT
+#undef CG_STAT_RATIO
 	/* a flusher that keeps waking while the program is idle costs a core for nothing */
 	cg_json_uint(&j, "flusher_wakeups", atomic_load(&cg_shim.flusher_wakeups));
-	/* Iterations as the streams' loop detectors count them (summed over streams): a loop
-	 * that keeps diverging shows here whatever its length. */
-	cg_json_uint(&j, "divergences", st.divergences);
-	cg_json_uint(&j, "defer_budget_raises", st.budget_raises);
-	cg_json_uint(&j, "loop_iterations", st.loop_iterations);
-	cg_json_double(&j, "divergences_per_iteration",
-	               st.loop_iterations ? (double)st.divergences / (double)st.loop_iterations : 0.0);
 	struct cg_engine_config costs;
 	cg_engine_config_default(&costs);
 	double saved = (double)st.ops_replayed * costs.launch_host_us -

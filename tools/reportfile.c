@@ -263,11 +263,21 @@ void cg_version_print(FILE *out, const char *value, bool json)
 }
 
 /* Ratios and the record's own fields are not summed. */
+/* The summary's ratios (policy/stats.def): recomputed from the merged counters, never summed. */
+static bool cg_is_ratio(const char *key)
+{
+#define CG_STAT(field, key, doc)
+#define CG_STAT_RATIO(rkey, num, den) if (strcmp(key, rkey) == 0) return true;
+#include "policy/stats.def"
+#undef CG_STAT
+#undef CG_STAT_RATIO
+	return false;
+}
+
 static bool cg_summed(const char *key)
 {
-	return strcmp(key, "t") != 0 && strcmp(key, "replayed_share") != 0 &&
-	       strcmp(key, "patches_per_graph_launch") != 0 && strcmp(key, "pid") != 0 &&
-	       strcmp(key, "rank") != 0 && !cg_is_version(key);
+	return strcmp(key, "t") != 0 && strcmp(key, "pid") != 0 && strcmp(key, "rank") != 0 &&
+	       !cg_is_ratio(key) && !cg_is_version(key);
 }
 
 void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f)
@@ -356,11 +366,14 @@ void cg_merged_json(FILE *out, const struct cg_merged *m)
 		fputc(':', out);
 		cg_print_num(out, m->totals.counts[i]);
 	}
-	double ops = cg_merged_total(m, "ops", 0), launches = cg_merged_total(m, "graph_launches", 0);
-	if (ops > 0)
-		cg_print_ratio(out, "replayed_share", cg_merged_total(m, "ops_replayed", 0) / ops);
-	if (launches > 0)
-		cg_print_ratio(out, "patches_per_graph_launch", cg_merged_total(m, "patches", 0) / launches);
+	/* The ratios, from the merged counters (the summary names each counter by its field). */
+#define CG_STAT(field, key, doc)
+#define CG_STAT_RATIO(key, num, den)                                                            \
+	if (cg_merged_total(m, #den, 0) > 0)                                                     \
+		cg_print_ratio(out, key, cg_merged_total(m, #num, 0) / cg_merged_total(m, #den, 0));
+#include "policy/stats.def"
+#undef CG_STAT
+#undef CG_STAT_RATIO
 	/* One version: the value; ranks that differ: null, and each value with its file count. */
 	for (size_t i = 0; i < m->version_names.n; i++) {
 		const struct cg_counts *v = &m->versions[i];
