@@ -110,6 +110,16 @@ static void find_window(struct window *w, const uint32_t *tok, const uint32_t *w
 	if (first == 0)
 		return;
 	size_t last = first + tokens - 1;
+	/* A loop with no boundary inside is one token, however many launches it makes; what then
+	 * repeats is what comes after it (its results read one by one). Iterations that hold less
+	 * than half of the launches the boundaries saw are not the program's loop. */
+	uint64_t in = 0, all = 0;
+	for (size_t k = 0; k < n; k++)
+		all += wt[k];
+	for (size_t k = first; k <= last; k++)
+		in += AT(launches, k);
+	if (2 * in < all)
+		return;
 	w->t0 = AT(t, first - 1);
 	w->t1 = AT(t, last);
 	w->launches = w->host_ns = w->syncs = 0;

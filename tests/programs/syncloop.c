@@ -2,8 +2,10 @@
  * set-up (allocations, synchronous memsets), then per iteration an input upload and K stages,
  * stage k launching k + 3 chained kernels and ending with a stream sync, the last one reading
  * the "loss" back; a logging read every 10 iterations; then read-backs and frees. Prints
- * `checksum <hex>` and `launches per iteration <n>` (what the profile must find).
- * usage: syncloop [--iters N] [--syncs K] */
+ * `checksum <hex>` and `launches per iteration <n>` (what the profile must find). --nosync: a
+ * loop with no boundary at all (10 launches per iteration), every result read after it, as a
+ * PyTorch loop that keeps its losses on the GPU does.
+ * usage: syncloop [--iters N] [--syncs K] [--nosync] */
 #include "prog.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,20 @@ int main(int argc, char **argv)
   CK(cuMemsetD8(acc, 0, 8));
 
   unsigned long long h = 14695981039346656037ULL, tag = 0, per_iter = 0;
+  if (prog_flag(argc, argv, "--nosync")) {
+    for (int it = 0; it < iters; it++)
+      for (per_iter = 0; per_iter < 10; per_iter++) {
+        tag++;
+        void *p[] = { &acc, &tag };
+        prog_launch(chain, 0, s, p);
+      }
+    for (int it = 0; it < iters; it++) {  /* the losses, read after the loop */
+      unsigned long long loss;
+      CK(cuMemcpyDtoH(&loss, acc, sizeof loss));
+      h = prog_mix(h, loss);
+    }
+    iters = 0;
+  }
   for (int it = 0; it < iters; it++) {
     unsigned long long in = (unsigned long long)it * 7 + 1;
     CK(cuMemcpyHtoDAsync(input, &in, sizeof in, s));

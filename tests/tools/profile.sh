@@ -45,6 +45,14 @@ expect "$out" "over the run               "
 expect "$out" " · 50 launches · "
 echo "no iteration: figures over the run"
 
+# A loop with no boundary, its results read after it: the reads repeat, but they are not the
+# iteration (they launch nothing); figures over the run instead.
+out=$("$CG" profile -- "$PROG" --iters 60 --nosync) || fail "exit $?"
+expect "$out" "none found (no repeating sequence of boundaries); figures over the run"
+expect "$out" " · 600 launches · "
+refuse "$out" "0.0 launches"
+echo "a loop without boundaries: no iteration made of its trailing reads"
+
 out=$("$CG" profile -- sh -c 'exit 3'); rc=$?
 [ "$rc" -eq 3 ] || fail "exit status 3 came back as $rc"
 expect "$out" "no summary was written"
