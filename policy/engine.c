@@ -784,14 +784,16 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 		struct cg_chunk *t = cg_index_find_key(&s->ix, s->just_launched);
 		if (t)
 			t->waited = true;
+		s->just_launched = 0;  /* marked (a later wait would mark it again, to no effect) */
 	}
-	s->just_launched = 0;  /* marked: a later wait is not right after it */
 	s->at_boundary = true;
 }
 
+/* A chunk launched right before (other boundaries between, such as event records) is still to
+ * be marked by the next wait: the stream is not settled until then. */
 bool cg_stream_settled(const struct cg_stream *s)
 {
-	return s->at_boundary && !s->deferring;
+	return s->at_boundary && !s->deferring && !s->just_launched;
 }
 
 void cg_engine_note_wait(struct cg_engine *e)
