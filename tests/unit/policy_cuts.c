@@ -24,6 +24,16 @@ struct built {
 	uint32_t n;
 };
 
+/* What every trace must end with: each op ran once, in order, with its bytes; no misuse. */
+static void finish(struct fake_backend *fb)
+{
+	char msg[128];
+	if (!fake_backend_same(fb, msg, sizeof(msg)))
+		fail_msg("%s", msg);
+	assert_int_equal(fb->contract_errors, 0);
+	fake_backend_fini(fb);
+}
+
 static struct built *recording;
 static void (*fake_event_fn)(void *be, const struct cg_event *ev);
 
@@ -100,11 +110,7 @@ static void run(struct built *out, uint64_t handle_base, struct cg_stats *st)
 	cg_stream_free(s, CG_R_NONE);
 	cg_engine_stats(e, st);
 	cg_engine_free(e, false);
-	char msg[128];
-	if (!fake_backend_same(&fb, msg, sizeof(msg)))
-		fail_msg("%s", msg);
-	assert_int_equal(fb.contract_errors, 0);
-	fake_backend_fini(&fb);
+	finish(&fb);
 	for (int k = 0; k < KERNELS; k++)
 		free(layout[k]);
 }
@@ -200,11 +206,7 @@ static void test_identical_layers_replay_without_divergence(void **state)
 	assert_true(b.loop_iterations - a.loop_iterations <= MEASURED_STEPS + 1);
 	cg_stream_free(s, CG_R_NONE);
 	cg_engine_free(e, false);
-	char msg[128];
-	if (!fake_backend_same(&fb, msg, sizeof(msg)))
-		fail_msg("%s", msg);
-	assert_int_equal(fb.contract_errors, 0);
-	fake_backend_fini(&fb);
+	finish(&fb);
 }
 
 int main(void)
