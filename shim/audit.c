@@ -15,8 +15,8 @@
 #include "json.h"
 #include "log.h"
 #include "report.h"
+#include "shim.h"
 
-_Thread_local int cg_tl_deny_armed;
 
 /* Driver calls that submit GPU work: each must have come through a wrapper. */
 #define AUDITED(X) X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) \

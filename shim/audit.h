@@ -5,11 +5,6 @@
 
 struct cg_json;
 
-/* Set while a shim wrapper (or the backend) forwards to the driver on this thread. */
-extern _Thread_local int cg_tl_forwarding;
-/* Set by a default-deny trampoline for the one driver call it is about to make. */
-extern _Thread_local int cg_tl_deny_armed;
-
 void cg_audit_start(void);
 /* libcupti, dlopen'ed (the toolkit's usual places, then $CUDA_HOME), or NULL. */
 void *cg_cupti_open(void);

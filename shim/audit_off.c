@@ -2,7 +2,6 @@
 #include "audit.h"
 #include "log.h"
 
-_Thread_local int cg_tl_deny_armed;
 
 void cg_audit_start(void)
 {

@@ -16,8 +16,6 @@
 #include "sig.h"
 #include "stream.h"
 
-extern _Thread_local int cg_tl_forwarding;
-
 struct chunk_graph {
 	CUgraph graph;
 	CUgraphExec exec;

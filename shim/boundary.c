@@ -5,8 +5,6 @@
 #include "shim.h"
 #include "stream.h"
 
-#include "audit.h"
-
 #define CG_SCOPE_STREAM(h, why) cg_boundary_stream((CUstream)(h), false, why)
 #define CG_SCOPE_PTSZ(h, why) cg_boundary_stream((CUstream)(h), true, why)
 #define CG_SCOPE_ALL(h, why) cg_boundary_all(why)

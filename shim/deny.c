@@ -6,7 +6,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "audit.h"
 #include "deny.h"
 #include "deny_table.h"
 #include "driver.h"

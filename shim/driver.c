@@ -8,6 +8,7 @@
 
 #include "driver.h"
 #include "deny.h"
+#include "init.h"
 #include "log.h"
 #include "shim.h"
 

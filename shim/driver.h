@@ -50,6 +50,8 @@ extern _Atomic uint64_t cg_entry_calls[CG_E_COUNT];
  * from any hook, any thread, often: while one thread starts, the others wait until the shim is
  * ready (that thread's own calls meanwhile return at once and pass through). */
 void cg_driver_init(void);
+/* True on the thread that is starting the shim (driver load, then cg_shim_start). */
+bool cg_shim_in_init(void);
 /* The shim is built and may be used (also when disabled; false while starting and with no driver). */
 bool cg_driver_ready(void);
 /* In a fork() child (atfork handler): makes the driver state usable by the one thread there.

@@ -16,15 +16,12 @@
 #include "driver.h"
 #include "events.h"
 #include "floor.h"
+#include "init.h"
 #include "log.h"
 #include "options.h"
 #include "report.h"
 #include "shim.h"
 #include "stream.h"
-
-struct cg_shim cg_shim;
-_Thread_local int cg_tl_internal;
-_Thread_local const char *cg_tl_api;
 
 static uint64_t now_ns(void)
 {

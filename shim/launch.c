@@ -13,7 +13,6 @@
 #include "sig.h"
 #include "stream.h"
 
-_Thread_local int cg_tl_forwarding;
 
 #define ARGS_INLINE 4096 /* larger parameter blocks (rare) are not graphed */
 

@@ -1,4 +1,5 @@
-/* Process-wide shim state: start-up, pass-through decisions, exit. */
+/* Process-wide shim state (start-up, pass-through decisions, exit) and this thread's: the
+ * bottom of the shim, read by every layer above. */
 #ifndef CG_SHIM_SHIM_H
 #define CG_SHIM_SHIM_H
 
@@ -25,11 +26,19 @@ struct cg_shim {
 };
 extern struct cg_shim cg_shim;
 
-/* Depth of shim-internal driver calls (backend) and NCCL calls on this thread: launches made
+/* This thread's state, all of it (shim.c defines it):
+ * Depth of shim-internal driver calls (backend) and NCCL calls on this thread: launches made
  * there are not the program's and pass through untouched. */
 extern _Thread_local int cg_tl_internal;
 /* The entry point the program is in on this thread (for the report's fallback events). */
 extern _Thread_local const char *cg_tl_api;
+/* Set while a shim wrapper (or the backend) forwards to the driver on this thread (audit.h). */
+extern _Thread_local int cg_tl_forwarding;
+/* Set by a default-deny trampoline for the one driver call it is about to make (audit.h). */
+extern _Thread_local int cg_tl_deny_armed;
+/* This thread's number: never reused (pthread_t values are, so a thread started after another
+ * exited would take over the dead thread's per-thread stream record and its pending work). */
+uint64_t cg_thread_uid(void);
 
 static inline bool cg_shim_disabled(void)
 {
@@ -41,15 +50,5 @@ static inline bool cg_shim_passthrough(void)
 {
 	return cg_tl_internal > 0 || atomic_load_explicit(&cg_shim.disabled, memory_order_relaxed);
 }
-
-/* True on the thread that is starting the shim (driver load, then cg_shim_start). */
-bool cg_shim_in_init(void);
-/* Called once the driver is loaded: options, engine, flusher thread, report. The shim counts as
- * ready (cg_driver_ready) only after it returns. */
-void cg_shim_start(void);
-/* Exit work, once: flush, destroy graphs, write the summary. */
-void cg_shim_exit(void);
-/* Pending work appeared while the flusher was idle. */
-void cg_shim_wake_flusher(void);
 
 #endif

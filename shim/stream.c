@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "deadline.h"
 #include "events.h"
+#include "init.h"
 #include "options.h"
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
@@ -29,15 +30,6 @@ bool cg_any_pending(void)
 }
 
 /* --- lookup -------------------------------------------------------------------------------- */
-uint64_t cg_thread_uid(void)
-{
-	static _Atomic uint64_t next_uid = 1;
-	static _Thread_local uint64_t uid;
-	if (!uid)
-		uid = atomic_fetch_add_explicit(&next_uid, 1, memory_order_relaxed);
-	return uid;
-}
-
 enum kind { CREATED, LEGACY, PER_THREAD };
 
 /* A thread that used its per-thread stream exits: nobody can name that stream any more. Its

@@ -32,9 +32,6 @@ struct cg_sstate {
 	struct cg_sstate *next;
 };
 
-/* This thread's number: never reused (pthread_t values are, so a thread started after another
- * exited would take over the dead thread's per-thread stream record and its pending work). */
-uint64_t cg_thread_uid(void);
 static inline bool cg_stream_mine(const struct cg_sstate *s)
 {
 	return s->owner == cg_thread_uid();
