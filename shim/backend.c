@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "backend.h"
-#include "checks.h"
 #include "driver.h"
 #include "events.h"
+#include "report.h"
 #include "shim.h"
 #include "sig.h"
 #include "stream.h"

@@ -48,18 +48,3 @@ void cg_startup_checks_json(struct cg_json *j)
 		cg_json_arr_str(j, notes[i]);
 	cg_json_arr_end(j);
 }
-
-void cg_note_once(int *once, const char *text)
-{
-	if (__atomic_exchange_n(once, 1, __ATOMIC_RELAXED))
-		return;
-	cg_log(CG_LOG_WARN, "%s", text);
-	if (!cg_report_active())
-		return;
-	struct cg_json *j = cg_json_take();
-	cg_json_begin(j, "note");
-	cg_json_str(j, "text", text);
-	if (cg_json_end(j))
-		cg_report_emit(j);
-	cg_json_give(j);
-}

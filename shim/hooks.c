@@ -3,8 +3,8 @@
 #include <pthread.h>
 
 #include "backend.h"
-#include "checks.h"
 #include "driver.h"
+#include "report.h"
 #include "shim.h"
 #include "sig.h"
 #include "stream.h"

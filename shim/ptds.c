@@ -2,9 +2,9 @@
  * (ptds.h). */
 #define _GNU_SOURCE
 #include "backend.h"
-#include "checks.h"
 #include "driver.h"
 #include "ptds.h"
+#include "report.h"
 #include "shim.h"
 #include "stream.h"
 

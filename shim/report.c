@@ -455,3 +455,18 @@ void cg_report_finish(struct cg_json *summary)
 	if (line != NULL && (cg_log_enabled(CG_LOG_INFO) || cg_report_unwritable))
 		cg_report_human(line);
 }
+
+void cg_note_once(int *once, const char *text)
+{
+	if (__atomic_exchange_n(once, 1, __ATOMIC_RELAXED))
+		return;
+	cg_log(CG_LOG_WARN, "%s", text);
+	if (!cg_report_active())
+		return;
+	struct cg_json *j = cg_json_take();
+	cg_json_begin(j, "note");
+	cg_json_str(j, "text", text);
+	if (cg_json_end(j))
+		cg_report_emit(j);
+	cg_json_give(j);
+}

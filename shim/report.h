@@ -40,6 +40,9 @@ void cg_report_finish(struct cg_json *summary);
  * handler (a single write(2) appends it whole). */
 void cg_report_write_unlocked(const char *line, size_t len);
 
+/* A setting noticed while running (once each): said on stderr and as a report "note" line. */
+void cg_note_once(int *once, const char *text);
+
 /* Expands %p, %r, %% of `pattern` into out; -ENAMETOOLONG when it does not fit (unit tests). */
 int cg_report_expand(const char *pattern, long pid, long rank, char *out, size_t size);
 
