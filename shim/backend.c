@@ -11,10 +11,11 @@
 #include "backend.h"
 #include "driver.h"
 #include "events.h"
+#include "ptds.h"
 #include "report.h"
 #include "shim.h"
 #include "sig.h"
-#include "stream.h"
+#include "sstate.h"
 
 struct chunk_graph {
 	CUgraph graph;

@@ -9,6 +9,7 @@
 #include "floor.h"
 #include "log.h"
 #include "options.h"
+#include "ptds.h"
 #include "shim.h"
 #include "sig.h"
 #include "stream.h"

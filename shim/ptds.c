@@ -6,7 +6,7 @@
 #include "ptds.h"
 #include "report.h"
 #include "shim.h"
-#include "stream.h"
+#include "sstate.h"
 
 atomic_int cg_ptds_outstanding;
 

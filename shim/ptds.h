@@ -18,16 +18,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-struct cg_sstate;
-
-struct cg_ptds {
-	CUstream proxy;
-	CUevent fence;      /* on the stream, after all its submitted work, while work is deferred */
-	CUevent handback;   /* on the proxy, after the work submitted there */
-	bool fence_ok;      /* the fence covers everything submitted to the stream so far */
-	bool proxy_open;    /* this flush (another thread) made the proxy wait and submits there */
-	bool redirected;    /* the owner must catch up before it next uses the stream */
-};
+#include "sstate.h"
 
 /* Redirects the owners have not caught up with yet (a cheap check for whole-process flushes). */
 extern atomic_int cg_ptds_outstanding;

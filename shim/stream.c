@@ -14,6 +14,7 @@
 #include "events.h"
 #include "init.h"
 #include "options.h"
+#include "ptds.h"
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static struct cg_sstate *streams;   /* live records */

@@ -4,38 +4,10 @@
 #define CG_SHIM_STREAM_H
 
 #include <cuda.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "policy/engine.h"
-#include "ptds.h"
-
-struct cg_sstate {
-	pthread_mutex_t lock;      /* held around every engine call for this stream */
-	CUstream handle;           /* what we submit to: the program's handle, or CU_STREAM_LEGACY */
-	CUcontext ctx;
-	CUstream capture;          /* private stream the backend captures chunk graphs on */
-	struct cg_timing *timing;  /* the backend's cost-gate samples (backend.c), or NULL */
-	uint64_t id;               /* small number naming the stream in the report */
-	bool legacy;               /* the context's legacy default stream */
-	bool blocking;             /* synchronises with the legacy stream */
-	bool per_thread;           /* a per-thread default stream: only `owner` can name it */
-	bool live;
-	uint64_t owner;            /* the thread (cg_thread_uid) of a per-thread stream */
-	struct cg_ptds ptds;       /* per-thread streams: how other threads reach it (ptds.h) */
-	struct cg_stream *eng;     /* engine state, or NULL: its ops run eagerly, for `why_eager` */
-	enum cg_reason why_eager;  /* SCOPE (CUGRAFT_SCOPE), PER_THREAD (no proxy) or NO_MEMORY */
-	atomic_bool pending;       /* the engine holds deferred work (mirrored after each call) */
-	atomic_bool settled;       /* a boundary now would change nothing (cg_stream_settled) */
-	_Atomic uint64_t ops;      /* ops seen on this stream */
-	struct cg_sstate *next;
-};
-
-static inline bool cg_stream_mine(const struct cg_sstate *s)
-{
-	return s->owner == cg_thread_uid();
-}
+#include "sstate.h"
 
 /* The record for a stream handle as passed to an entry point; `ptsz` for the _ptsz forms (0
  * then means the calling thread's per-thread stream). NULL when the driver cannot tell. */
