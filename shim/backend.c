@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "context.h"
 #include "driver.h"
 #include "events.h"
 #include "ptds.h"
@@ -25,60 +26,6 @@ struct chunk_graph {
 	CUgraphNode *nodes;
 	CUDA_KERNEL_NODE_PARAMS *kp; /* kernel nodes' parameters as captured */
 };
-
-/* --- contexts ------------------------------------------------------------------------------ */
-#define DEAD_CTXS 16
-static _Atomic(CUcontext) dead_ctx[DEAD_CTXS];
-static atomic_uint dead_next;
-
-void cg_backend_context_gone(CUcontext ctx)
-{
-	atomic_store(&dead_ctx[atomic_fetch_add(&dead_next, 1) % DEAD_CTXS], ctx);
-}
-
-static bool ctx_dead(CUcontext ctx)
-{
-	if (atomic_load(&cg_shim.driver_gone))
-		return true;
-	for (int i = 0; i < DEAD_CTXS; i++)
-		if (atomic_load(&dead_ctx[i]) == ctx)
-			return true;
-	return false;
-}
-
-int cg_ctx_enter(CUcontext ctx)
-{
-	CUcontext cur = NULL;
-	CG_REAL(cuCtxGetCurrent)(&cur);
-	if (cur == ctx || !ctx)
-		return CG_CTX_KEPT;
-	return CG_REAL(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS ? CG_CTX_PUSHED : CG_CTX_FAILED;
-}
-
-void cg_ctx_leave(int entered)
-{
-	if (entered == CG_CTX_PUSHED) {
-		CUcontext popped;
-		CG_REAL(cuCtxPopCurrent_v2)(&popped);
-	}
-}
-
-/* Backend work may run on any thread (the flusher, an observer): the stream's context current
- * for the duration, the thread's own context as it was afterwards, and the calls made meanwhile
- * the shim's own. CG_CTX_FAILED: nothing may be submitted (it would go to another context). */
-int cg_backend_enter(CUcontext ctx)
-{
-	cg_tl_internal++;
-	cg_tl_forwarding++;
-	return cg_ctx_enter(ctx);
-}
-
-void cg_backend_leave(int entered)
-{
-	cg_ctx_leave(entered);
-	cg_tl_forwarding--;
-	cg_tl_internal--;
-}
 
 static int fail(CUresult r, const char **detail)
 {
@@ -168,7 +115,7 @@ static int be_eager(void *be, void *stream, const struct cg_op *op, const char *
 /* --- chunk graphs -------------------------------------------------------------------------- */
 static void graph_free(struct chunk_graph *g)
 {
-	if (!ctx_dead(g->ctx)) {
+	if (!cg_ctx_dead(g->ctx)) {
 		if (g->exec)
 			CG_REAL(cuGraphExecDestroy)(g->exec);
 		if (g->graph)
@@ -306,7 +253,7 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 static void be_destroy(void *be, void *graph)
 {
 	struct chunk_graph *g = graph;
-	int in = cg_backend_enter(ctx_dead(g->ctx) ? NULL : g->ctx);
+	int in = cg_backend_enter(cg_ctx_dead(g->ctx) ? NULL : g->ctx);
 	graph_free(g);
 	cg_backend_leave(in);
 }
@@ -357,7 +304,7 @@ static void timing_failed(const char *api, CUresult r)
 static bool timing_possible(struct cg_sstate *s)
 {
 	return !atomic_load_explicit(&timing_off, memory_order_relaxed) &&
-	       atomic_load(&cg_shim.captures) == 0 && !ctx_dead(s->ctx);
+	       atomic_load(&cg_shim.captures) == 0 && !cg_ctx_dead(s->ctx);
 }
 
 static bool be_time_begin(void *be, void *stream, uint64_t key, bool graph)
@@ -471,7 +418,7 @@ static void timing_free(struct cg_sstate *s)
 	struct cg_timing *t = s->timing;
 	if (!t)
 		return;
-	if (!ctx_dead(s->ctx)) {
+	if (!cg_ctx_dead(s->ctx)) {
 		int in = cg_backend_enter(s->ctx);
 		for (int i = 0; in != CG_CTX_FAILED && i < TIMING_SLOTS; i++)
 			for (int j = 0; j < 2; j++)
@@ -487,7 +434,7 @@ static void timing_free(struct cg_sstate *s)
 void cg_backend_forget_stream(struct cg_sstate *s)
 {
 	timing_free(s);
-	if (s->capture && !ctx_dead(s->ctx)) {
+	if (s->capture && !cg_ctx_dead(s->ctx)) {
 		int in = cg_backend_enter(s->ctx);
 		CG_REAL(cuStreamDestroy_v2)(s->capture);
 		cg_backend_leave(in);

@@ -10,15 +10,6 @@ struct cg_sstate;
 
 extern const struct cg_backend cg_cuda_backend;
 
-/* Makes ctx current on this thread if it is not: CG_CTX_KEPT (it was, or ctx is NULL),
- * CG_CTX_PUSHED (undo with cg_ctx_leave), CG_CTX_FAILED (it cannot be made current). */
-enum { CG_CTX_KEPT, CG_CTX_PUSHED, CG_CTX_FAILED };
-int cg_ctx_enter(CUcontext ctx);
-void cg_ctx_leave(int entered);
-/* The same for the shim's own driver calls: the calls made meanwhile are not the program's. */
-int cg_backend_enter(CUcontext ctx);
-void cg_backend_leave(int entered);
-
 /* Cost-gate timing (backend->time_begin/time_end record events around sampled chunk runs):
  * read the samples whose events have completed, never waiting, and give each eager/graph pair
  * to the engine (cg_stream_timing). Call with s's lock held, outside engine calls; cheap when
@@ -29,8 +20,5 @@ bool cg_backend_timing_due(void);
 /* The stream record is going away: release the backend's resources for it (with a per-thread
  * stream's proxy and events, ptds.h). */
 void cg_backend_forget_stream(struct cg_sstate *s);
-/* A context was destroyed behind our back (last primary-context release): its graphs and
- * streams died with it and must not be destroyed again. */
-void cg_backend_context_gone(CUcontext ctx);
 
 #endif

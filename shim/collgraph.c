@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
 #include "collgraph.h"
+#include "context.h"
 #include "driver.h"
 #include "json.h"
 #include "log.h"

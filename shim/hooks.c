@@ -2,7 +2,7 @@
  * lifetimes (stream, context, module), and attribute changes that are mostly repeats. */
 #include <pthread.h>
 
-#include "backend.h"
+#include "context.h"
 #include "driver.h"
 #include "report.h"
 #include "shim.h"

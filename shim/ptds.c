@@ -1,7 +1,7 @@
 /* Per-thread default streams: how their deferred work reaches the GPU from another thread
  * (ptds.h). */
 #define _GNU_SOURCE
-#include "backend.h"
+#include "context.h"
 #include "driver.h"
 #include "ptds.h"
 #include "report.h"

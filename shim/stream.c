@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "context.h"
 #include "driver.h"
 #include "shim.h"
 #include "stream.h"
