@@ -29,12 +29,8 @@ struct chunk_graph {
 
 static int fail(CUresult r, const char **detail)
 {
-	if (detail) {
-		const char *name = NULL;
-		if (!cg_real[CG_E_cuGetErrorName] || CG_REAL(cuGetErrorName)(r, &name) != CUDA_SUCCESS)
-			name = "CUDA_ERROR_UNKNOWN";
-		*detail = name;
-	}
+	if (detail)
+		*detail = cg_driver_error_name(r);
 	return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
 }
 
@@ -293,9 +289,8 @@ static void timing_failed(const char *api, CUresult r)
 {
 	static int once;
 	atomic_store(&timing_off, true);
-	const char *name = NULL;
+	const char *name = cg_driver_error_name(r);
 	char text[160];
-	fail(r, &name);
 	snprintf(text, sizeof(text), "%s failed (%s): GPU timing of chunks for the cost gate is off",
 	         api, name);
 	cg_note_once(&once, text);

@@ -275,6 +275,14 @@ bool cg_driver_ready(void)
 	return atomic_load_explicit(&init_state, memory_order_acquire) == 2;
 }
 
+const char *cg_driver_error_name(CUresult r)
+{
+	const char *name = NULL;
+	if (!cg_real[CG_E_cuGetErrorName] || CG_REAL(cuGetErrorName)(r, &name) != CUDA_SUCCESS)
+		name = "CUDA_ERROR_UNKNOWN";
+	return name;
+}
+
 bool cg_in_libcuda(const void *addr)
 {
 	Dl_info info;

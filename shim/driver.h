@@ -74,6 +74,8 @@ void *cg_handout(void *real, const char *name);
 /* nccl.c: what a dlsym of an NCCL name gets: our wrapper for a listed entry whose real function
  * lies in libnccl, else `real`. */
 void *cg_nccl_handout(void *real, const char *name);
+/* The driver's name for a result ("CUDA_ERROR_UNKNOWN" when it has none). */
+const char *cg_driver_error_name(CUresult r);
 /* True when the address lies inside the loaded libcuda. */
 bool cg_in_libcuda(const void *addr);
 
