@@ -22,6 +22,7 @@
 #include "report.h"
 #include "shim.h"
 #include "stream.h"
+#include "timing.h"
 
 static uint64_t now_ns(void)
 {
@@ -94,7 +95,7 @@ static void *flusher(void *arg)
 		} else if (quiet < QUIET_POLLS) {
 			quiet++;
 			sleep_until(now + retry_ns);
-		} else if (cg_backend_timing_due()) {
+		} else if (cg_timing_due()) {
 			idle_wait(now + timing_ns);
 			timing_ns = timing_ns < TIMING_POLL_MAX_NS / 2 ? timing_ns * 2 : TIMING_POLL_MAX_NS;
 		} else {

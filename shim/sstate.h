@@ -28,7 +28,7 @@ struct cg_sstate {
 	CUstream handle;           /* what we submit to: the program's handle, or CU_STREAM_LEGACY */
 	CUcontext ctx;
 	CUstream capture;          /* private stream the backend captures chunk graphs on */
-	struct cg_timing *timing;  /* the backend's cost-gate samples (backend.c), or NULL */
+	struct cg_timing *timing;  /* the backend's cost-gate samples (timing.c), or NULL */
 	uint64_t id;               /* small number naming the stream in the report */
 	bool legacy;               /* the context's legacy default stream */
 	bool blocking;             /* synchronises with the legacy stream */

@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "shim.h"
 #include "stream.h"
+#include "timing.h"
 #include "backend.h"
 #include "deadline.h"
 #include "events.h"
@@ -220,7 +221,7 @@ static void flush_where(bool (*pick)(struct cg_sstate *, void *), void *arg,
 		else if (in != CG_CTX_FAILED)
 			cg_flush(s->eng, why);
 		if (in != CG_CTX_FAILED)
-			cg_backend_read_timing(s);
+			cg_timing_read(s);
 		cg_ctx_leave(in);
 		cg_stream_sync_pending(s);
 		pthread_mutex_unlock(&s->lock);
@@ -283,7 +284,7 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 		cg_ptds_catch_up(s);
 	if (s->eng) { /* checked under the lock: exit work may have retired the stream */
 		cg_boundary(s->eng, why);
-		cg_backend_read_timing(s);
+		cg_timing_read(s);
 		cg_stream_sync_pending(s);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -361,14 +362,14 @@ uint64_t cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns, uint64_t retr
  * stream is left to its next round. */
 void cg_stream_read_timing(void)
 {
-	if (!cg_backend_timing_due())
+	if (!cg_timing_due())
 		return;
 	pthread_mutex_lock(&registry);
 	for (struct cg_sstate *s = streams; s; s = s->next) {
 		if (!s->eng || pthread_mutex_trylock(&s->lock) != 0)
 			continue;
 		if (s->eng && s->timing) {
-			cg_backend_read_timing(s);
+			cg_timing_read(s);
 			cg_stream_sync_pending(s);
 		}
 		pthread_mutex_unlock(&s->lock);
