@@ -1,14 +1,11 @@
-/* Report lines (events.h). Everything here runs off the hot path: on first occurrences, on
- * graph builds, and once at exit. */
+/* What the shim records while the program runs (events.h): engine events as report lines (first
+ * occurrences, rate-limited), boundaries and bypassed ops by reason, the devices in use. */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backtrace.h"
-#include "checks.h"
-#include "deny.h"
 #include "driver.h"
 #include "events.h"
 #include "floor.h"
@@ -16,27 +13,20 @@
 #include "options.h"
 #include "report.h"
 #include "shim.h"
-#include "audit.h"
 #include "sig.h"
-#include "stream.h"
 #include "policy/control.h"
-#include <unistd.h>
 
-/* Measured on an H200 (CUDA 13.0): cuGraphExecKernelNodeSetParams 0.43 us of host time (a
- * launch's and a graph launch's are the engine's config defaults, which the cost gate uses). */
-#define HOST_US_PER_PATCH 0.43
-
-static _Atomic uint64_t boundaries[CG_R_COUNT], bypassed[CG_R_COUNT];
+_Atomic uint64_t cg_events_boundaries[CG_R_COUNT], cg_events_bypassed[CG_R_COUNT];
 
 void cg_events_boundary(enum cg_reason why)
 {
-	atomic_fetch_add_explicit(&boundaries[why], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cg_events_boundaries[why], 1, memory_order_relaxed);
 	cg_floor_boundary(why);
 }
 
 void cg_events_bypass(enum cg_reason why)
 {
-	atomic_fetch_add_explicit(&bypassed[why], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cg_events_bypassed[why], 1, memory_order_relaxed);
 }
 
 static const char *kind_name(uint32_t k)
@@ -152,41 +142,6 @@ void cg_events_engine(void *be, const struct cg_event *ev)
 	cg_json_give(j);
 }
 
-void cg_events_header(void)
-{
-	if (!cg_report_active())
-		return;
-	struct cg_json *j = cg_json_take();
-	cg_json_begin(j, "header");
-	cg_json_str(j, "version", CG_VERSION);
-	cg_json_uint(j, "pid", (uint64_t)getpid());
-	cg_json_int(j, "rank", cg_report_rank());
-	cg_options_json(j);
-	int v = 0;
-	cg_tl_internal++;
-	if (cg_real[CG_E_cuDriverGetVersion] && CG_REAL(cuDriverGetVersion)(&v) == CUDA_SUCCESS)
-		cg_json_int(j, "driver_version", v);
-	cg_json_int(j, "cuda_version", CUDA_VERSION);
-	char name[256] = "";
-	CUdevice dev;
-	if (cg_real[CG_E_cuDeviceGet] && CG_REAL(cuDeviceGet)(&dev, 0) == CUDA_SUCCESS)
-		CG_REAL(cuDeviceGetName)(name, sizeof(name), dev);
-	cg_tl_internal--;
-	cg_json_str(j, "device", name[0] ? name : NULL);
-	int nccl = 0;
-#ifdef CG_HAVE_NCCL
-	nccl = cg_nccl_version();
-#endif
-	if (nccl)
-		cg_json_int(j, "nccl_version", nccl);
-	else
-		cg_json_null(j, "nccl_version");
-	cg_startup_checks_json(j);
-	if (cg_json_end(j))
-		cg_report_emit(j);
-	cg_json_give(j);
-}
-
 /* The devices the program's streams live on (a process may use several: one per rank is the
  * rule, device switching happens). Written under `devices_lock`, read at exit. */
 enum { MAX_DEVICES = 16 };
@@ -221,7 +176,7 @@ void cg_events_device(CUcontext ctx)
 	pthread_mutex_unlock(&devices_lock);
 }
 
-static void json_devices(struct cg_json *j)
+void cg_events_json_devices(struct cg_json *j)
 {
 	pthread_mutex_lock(&devices_lock);
 	cg_json_arr(j, "devices");
@@ -233,158 +188,4 @@ static void json_devices(struct cg_json *j)
 	}
 	cg_json_arr_end(j);
 	pthread_mutex_unlock(&devices_lock);
-}
-
-struct stream_walk { struct cg_json *j; uint64_t ops; };
-
-/* Where the deferral controller stands at exit: its mode and the last probe's figures. */
-static void json_control(struct cg_json *j)
-{
-	if (!cg_shim.engine)
-		return;
-	struct cg_control_summary cs, *c = &cs;
-	cg_engine_control(cg_shim.engine, c);
-	static const char *const phases[] = { [CG_CTL_WAIT] = "waiting", [CG_CTL_PROBE] = "probing",
-	                                      [CG_CTL_HOLD] = "holding" };
-	cg_json_obj(j, "control");
-	cg_json_str(j, "mode", c->defer ? "graphs" : "eager");
-	cg_json_str(j, "phase", phases[c->phase]);
-	cg_json_uint(j, "decisions", c->decisions);
-	cg_json_uint(j, "changes", c->flips);
-	if (c->decisions) {
-		cg_json_double(j, "eager_ns_per_op", c->last.eager_ns);
-		cg_json_double(j, "graphed_ns_per_op", c->last.graph_ns);
-		cg_json_uint(j, "eager_epochs", c->last.eager_samples);
-		cg_json_uint(j, "graphed_epochs", c->last.graph_samples);
-	}
-	cg_json_obj_end(j);
-}
-
-static void json_stream(struct cg_sstate *s, void *arg)
-{
-	struct stream_walk *w = arg;
-	uint64_t ops = atomic_load(&s->ops);
-	w->ops += ops;
-	if (!ops)
-		return;
-	cg_json_obj(w->j, NULL);
-	cg_json_uint(w->j, "id", s->id);
-	cg_json_str(w->j, "kind", s->legacy ? "legacy" : s->per_thread ? "per_thread" :
-	                          s->blocking ? "blocking" : "non_blocking");
-	cg_json_uint(w->j, "ops", ops);
-	cg_json_obj_end(w->j);
-}
-
-void cg_events_summary(void)
-{
-	struct cg_stats st;
-	memset(&st, 0, sizeof(st));
-	if (cg_shim.engine)
-		cg_engine_stats(cg_shim.engine, &st);
-	for (int r = 0; r < CG_R_COUNT; r++) {
-		uint64_t n = atomic_load(&bypassed[r]);
-		st.ops += n;
-		st.ops_eager += n;
-		st.fallbacks[r] += n;
-	}
-	static struct cg_json j; /* exit path: keep 16 KiB off a possibly small thread stack */
-	cg_json_begin(&j, "summary");
-	uint64_t launches = 0;
-	for (int e = 0; e < CG_E_COUNT; e++)
-		if (strncmp(cg_entry_name[e], "cuLaunchKernel", 14) == 0)
-			launches += atomic_load(&cg_entry_calls[e]);
-	cg_json_uint(&j, "launches", launches);
-	/* The engine's counters and their ratios (policy/stats.def). */
-#define CG_STAT(field, key, doc) if (key) cg_json_uint(&j, key, st.field);
-#define CG_STAT_RATIO(key, num, den) \
-	cg_json_double(&j, key, st.den ? (double)st.num / (double)st.den : 0.0);
-#include "policy/stats.def"
-#undef CG_STAT
-#undef CG_STAT_RATIO
-	/* a flusher that keeps waking while the program is idle costs a core for nothing */
-	cg_json_uint(&j, "flusher_wakeups", atomic_load(&cg_shim.flusher_wakeups));
-	struct cg_engine_config costs;
-	cg_engine_config_default(&costs);
-	double saved = (double)st.ops_replayed * costs.launch_host_us -
-	               (double)st.graph_launches * costs.graph_launch_host_us -
-	               (double)st.patches * HOST_US_PER_PATCH;
-	cg_json_double(&j, "host_time_saved_us", saved > 0 ? saved : 0.0);
-	cg_json_obj(&j, "fallbacks");
-	for (int r = 1; r < CG_R_COUNT; r++)
-		if (st.fallbacks[r])
-			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), st.fallbacks[r]);
-	cg_json_obj_end(&j);
-	cg_json_obj(&j, "boundaries");
-	for (int r = 1; r < CG_R_COUNT; r++)
-		if (atomic_load(&boundaries[r]))
-			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), atomic_load(&boundaries[r]));
-	cg_json_obj_end(&j);
-	cg_json_obj(&j, "entry_points");
-	for (int e = 0; e < CG_E_COUNT; e++)
-		if (atomic_load(&cg_entry_calls[e]))
-			cg_json_uint(&j, cg_entry_name[e], atomic_load(&cg_entry_calls[e]));
-	cg_json_obj_end(&j);
-#ifdef CG_HAVE_NCCL
-	cg_nccl_json(&j);
-	int nccl = cg_nccl_version(); /* libnccl may have been loaded after the header was written */
-	if (nccl)
-		cg_json_int(&j, "nccl_version", nccl);
-#endif
-	const char *dname;
-	uint64_t calls;
-	cg_json_obj(&j, "unclassified_entry_points");
-	for (unsigned i = 0; cg_deny_stat(i, &dname, &calls); i++)
-		if (calls)
-			cg_json_uint(&j, dname, calls);
-	cg_json_obj_end(&j);
-	json_devices(&j);
-	json_control(&j);
-	struct stream_walk w = { &j, 0 };
-	cg_json_arr(&j, "streams");
-	cg_stream_each(json_stream, &w);
-	cg_json_arr_end(&j);
-	cg_layout_json_top(&j, "kernels", 20);
-	cg_audit_json(&j);
-	cg_floor_json(&j);
-	cg_report_finish(&j);
-}
-
-/* --- a fatal signal: the program ends before exit work, so one last record says how ---------- */
-static const int fatal_signals[] = { SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTERM };
-static pid_t fatal_owner;
-
-/* Async-signal-safe: a record formatted in a static buffer (no allocation, no lock), one
- * write(2), then the signal again with its default action (SA_RESETHAND) once this returns. */
-static void on_fatal(int sig)
-{
-	static struct cg_json j;
-	if (getpid() == fatal_owner) { /* not in a fork()ed child writing into our report */
-		cg_json_begin(&j, "signal");
-		cg_json_int(&j, "signal", sig);
-		cg_json_str(&j, "name", sigabbrev_np(sig));
-		/* Deferred work still pending never ran: like launches still queued eagerly, it
-		 * dies with the process. */
-		cg_json_bool(&j, "work_pending", cg_any_pending());
-		size_t len;
-		const char *line = cg_json_end(&j) ? cg_json_line(&j, &len) : NULL;
-		if (line)
-			cg_report_write_unlocked(line, len);
-	}
-	raise(sig);
-}
-
-void cg_events_catch_fatal(void)
-{
-	if (!cg_report_active())
-		return;
-	fatal_owner = getpid();
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
-		struct sigaction old, sa = { .sa_handler = on_fatal, .sa_flags = SA_RESETHAND };
-		/* The program's own handlers (set before, or later) take precedence over ours. */
-		if (sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
-		    (old.sa_flags & SA_SIGINFO))
-			continue;
-		sigemptyset(&sa.sa_mask);
-		sigaction(fatal_signals[i], &sa, NULL);
-	}
 }

@@ -1,9 +1,11 @@
-/* What the shim tells the report: engine events (first occurrences, rate-limited), boundary
- * counts by kind, the header line and the closing summary. */
+/* What the shim records while the program runs: engine events (first occurrences, rate-limited),
+ * boundary and bypass counts by reason, the devices in use. The exit summary (summary.h) reads
+ * them. */
 #ifndef CG_SHIM_EVENTS_H
 #define CG_SHIM_EVENTS_H
 
 #include <cuda.h>
+#include <stdint.h>
 
 #include "policy/engine.h"
 
@@ -14,17 +16,16 @@ void cg_events_boundary(enum cg_reason why);
 /* An op that ran eagerly without reaching the engine (ungraphable, out of scope, per-thread
  * stream, inside the program's capture): counted with the engine's fallbacks in the summary. */
 void cg_events_bypass(enum cg_reason why);
-void cg_events_header(void);
+/* The counts of the two above, by reason. */
+extern _Atomic uint64_t cg_events_boundaries[CG_R_COUNT], cg_events_bypassed[CG_R_COUNT];
 /* A stream of context `ctx` was seen: its device is named in the summary's `devices` (the
  * header is written before the program picks a device). */
 void cg_events_device(CUcontext ctx);
-/* nccl.c: the summary's "collectives":{name: calls}; the loaded libnccl's version code (0: none). */
 struct cg_json;
+/* The summary's "devices":[{ordinal, name}]. */
+void cg_events_json_devices(struct cg_json *j);
+/* nccl.c: the summary's "collectives":{name: calls}; the loaded libnccl's version code (0: none). */
 void cg_nccl_json(struct cg_json *j);
 int cg_nccl_version(void);
-void cg_events_summary(void);
-/* Where the program has no handler of its own: SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL and
- * SIGTERM leave a {"event":"signal"} record in the report before the process dies. */
-void cg_events_catch_fatal(void);
 
 #endif

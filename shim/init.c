@@ -22,6 +22,7 @@
 #include "report.h"
 #include "shim.h"
 #include "stream.h"
+#include "summary.h"
 #include "timing.h"
 
 static uint64_t now_ns(void)
