@@ -71,9 +71,6 @@ void *cg_driver_sym(const char *name);
  * our wrapper for boundary and hooked ones, a default-deny trampoline for anything else inside
  * libcuda; `real` itself when it is not in libcuda. `name` is for the report (may be NULL). */
 void *cg_handout(void *real, const char *name);
-/* nccl.c: what a dlsym of an NCCL name gets: our wrapper for a listed entry whose real function
- * lies in libnccl, else `real`. */
-void *cg_nccl_handout(void *real, const char *name);
 /* The driver's name for a result ("CUDA_ERROR_UNKNOWN" when it has none). */
 const char *cg_driver_error_name(CUresult r);
 /* True when the address lies inside the loaded libcuda. */

@@ -24,8 +24,5 @@ void cg_events_device(CUcontext ctx);
 struct cg_json;
 /* The summary's "devices":[{ordinal, name}]. */
 void cg_events_json_devices(struct cg_json *j);
-/* nccl.c: the summary's "collectives":{name: calls}; the loaded libnccl's version code (0: none). */
-void cg_nccl_json(struct cg_json *j);
-int cg_nccl_version(void);
 
 #endif

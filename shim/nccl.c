@@ -19,9 +19,9 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 
 #include "collgraph.h"
 #include "driver.h"
-#include "events.h"
 #include "json.h"
 #include "log.h"
+#include "nccl.h"
 #include "options.h"
 #include "shim.h"
 #include "stream.h"

@@ -12,6 +12,7 @@
 #include "events.h"
 #include "floor.h"
 #include "json.h"
+#include "nccl.h"
 #include "options.h"
 #include "report.h"
 #include "shim.h"
