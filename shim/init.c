@@ -36,7 +36,7 @@ static uint64_t now_ns(void)
 /* It sleeps until the oldest deferred work reaches that age (absolute CLOCK_MONOTONIC times, so
  * any bound the option allows works), watches through one more bound of quiet (a program's next
  * deferral then needs no wake-up call), and then sleeps until work is deferred again: a stream
- * that becomes pending wakes it (cg_shim_wake_flusher). Only GPU timing samples still in flight
+ * that becomes pending wakes it (cg_shim.wake_flusher). Only GPU timing samples still in flight
  * keep it polling while idle, less and less often. */
 #define QUIET_POLLS 4
 #define TIMING_POLL_MAX_NS 100000000ull
@@ -106,7 +106,7 @@ static void *flusher(void *arg)
 	return NULL;
 }
 
-void cg_shim_wake_flusher(void)
+static void wake_flusher(void)
 {
 	pthread_mutex_lock(&idle_lock);
 	pthread_cond_signal(&idle_cond);
@@ -128,6 +128,7 @@ static void start_flusher(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&idle_cond, &ca);
 	pthread_condattr_destroy(&ca);
+	cg_shim.wake_flusher = wake_flusher;
 	if (pthread_create(&t, &attr, flusher, NULL) != 0)
 		cg_log(CG_LOG_WARN, "cannot start the flusher thread: deferral is off");
 	else

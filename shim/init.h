@@ -7,7 +7,5 @@
 void cg_shim_start(void);
 /* Exit work, once: flush, destroy graphs, write the summary. */
 void cg_shim_exit(void);
-/* Pending work appeared while the flusher was idle. */
-void cg_shim_wake_flusher(void);
 
 #endif

@@ -18,6 +18,7 @@ struct cg_shim {
 	atomic_bool driver_gone;   /* after exit work: never call the driver again */
 	atomic_int captures;       /* program stream captures in progress */
 	atomic_bool flusher_idle;  /* the flusher sleeps until woken (nothing was pending) */
+	void (*wake_flusher)(void); /* wakes it: set before it starts, so whoever sees it idle may call */
 	_Atomic uint64_t flusher_wakeups; /* rounds of the flusher (the report's summary) */
 	bool flusher_running;
 	struct cg_engine *engine;

@@ -14,7 +14,6 @@
 #include "backend.h"
 #include "deadline.h"
 #include "events.h"
-#include "init.h"
 #include "options.h"
 #include "ptds.h"
 
@@ -58,7 +57,7 @@ static void thread_gone(void *unused)
 	}
 	pthread_mutex_unlock(&registry);
 	if (atomic_load(&orphans) > 0 && atomic_load(&cg_shim.flusher_idle))
-		cg_shim_wake_flusher(); /* to retire them */
+		cg_shim.wake_flusher(); /* to retire them */
 }
 
 static void make_exit_key(void)
@@ -201,7 +200,7 @@ void cg_stream_sync_pending(struct cg_sstate *s)
 	/* Sequentially consistent, as the flusher's store of flusher_idle and its load of
 	 * any_pending: one of the two sides sees the other, so no wake-up is lost. */
 	if (atomic_fetch_add(&any_pending, d) == 0 && p && atomic_load(&cg_shim.flusher_idle))
-		cg_shim_wake_flusher();
+		cg_shim.wake_flusher();
 }
 
 /* Flush every live stream matching `pick`, one lock at a time, each with its context current.
