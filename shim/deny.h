@@ -6,18 +6,10 @@
 #ifndef CG_SHIM_DENY_H
 #define CG_SHIM_DENY_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
-/* Binds the exported trampolines (one per libcuda symbol not in cuda.def) to libcuda. */
-void cg_deny_bind_exports(void *libcuda);
-/* A trampoline forwarding to `real` (NULL when the pool is exhausted). */
-void *cg_deny_trampoline(void *real, const char *name);
-bool cg_deny_is_trampoline(const void *p);
-/* For the report: name and calls of trampoline i; returns false past the last one. */
-bool cg_deny_stat(unsigned i, const char **name, uint64_t *calls);
-
-/* Called by the assembly trampolines: flush, count, return the real target. */
+/* The trampolines themselves are the loader's (trampoline.h). Called by the assembly
+ * trampolines: flush, count, return the real target. */
 void *cg_deny_enter(uint32_t slot);
 
 #endif

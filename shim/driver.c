@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "driver.h"
-#include "deny.h"
 #include "init.h"
 #include "log.h"
 #include "shim.h"
+#include "trampoline.h"
 
 const char *const cg_entry_name[CG_E_COUNT] = {
 #define CG_PURE(n) [CG_E_##n] = #n,

@@ -7,7 +7,6 @@
 
 #include "audit.h"
 #include "checks.h"
-#include "deny.h"
 #include "driver.h"
 #include "events.h"
 #include "floor.h"
@@ -19,6 +18,7 @@
 #include "sig.h"
 #include "stream.h"
 #include "summary.h"
+#include "trampoline.h"
 #include "policy/control.h"
 
 /* Measured on an H200 (CUDA 13.0): cuGraphExecKernelNodeSetParams 0.43 us of host time (a
