@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "driver.h"
-#include "init.h"
 #include "log.h"
 #include "shim.h"
 #include "trampoline.h"
@@ -190,7 +189,7 @@ static void *map_put_locked(void *key, void *val)
 /* --- loading and start-up ----------------------------------------------------------------- */
 static void *libcuda;
 static const void *libcuda_base;
-/* 0 not started, 1 starting (driver load, then cg_shim_start), 2 ready, 3 no driver. Ready is
+/* 0 not started, 1 starting (driver load, then the start-up hooks), 2 ready, 3 no driver. Ready is
  * published (release) only once the shim is built: a thread that sees it (acquire) sees the
  * engine, options, report and flusher; threads arriving meanwhile wait on start_cond. */
 static atomic_int init_state;
@@ -198,6 +197,11 @@ static _Thread_local bool in_init; /* this thread is starting: its own driver ca
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
 static bool load_only; /* a fork() child of a process that was starting: pass-through, no shim */
+
+/* The CG_DRIVER_ON_LOAD pointers (driver.h): the linker defines both ends of the section; weak,
+ * as a program that registers none has no such section. */
+extern void (*const __start_cg_on_load[])(void) __attribute__((weak, visibility("hidden")));
+extern void (*const __stop_cg_on_load[])(void) __attribute__((weak, visibility("hidden")));
 
 static void driver_load(void)
 {
@@ -230,7 +234,8 @@ void cg_driver_init(void)
 		in_init = true;
 		driver_load();
 		if (libcuda && !load_only)
-			cg_shim_start();
+			for (void (*const *hook)(void) = __start_cg_on_load; hook < __stop_cg_on_load; hook++)
+				(*hook)();
 		in_init = false;
 		pthread_mutex_lock(&start_lock);
 		atomic_store_explicit(&init_state, libcuda ? 2 : 3, memory_order_release);

@@ -46,11 +46,19 @@ extern _Atomic uint64_t cg_entry_calls[CG_E_COUNT];
 /* The real pointer of a list entry, typed after its cuda.h prototype. */
 #define CG_REAL(name) ((__typeof__(&name))cg_real[CG_E_##name])
 
-/* Loads (or finds) libcuda, fills cg_real and starts the shim (cg_shim_start) once. Safe to call
+/* What runs once the driver is loaded, on the thread that loaded it, before the shim counts as
+ * ready: start-up (init.c). A file above the loader registers it with CG_DRIVER_ON_LOAD(fn); the
+ * linker gathers the pointers in one section, so the loader names nothing above it, and the
+ * registration needs no constructor to have run (another library's constructor may reach the
+ * driver before ours). A program linked without any (a unit test) only loads the driver. */
+#define CG_DRIVER_ON_LOAD(fn)                                                                   \
+	__attribute__((used, retain, section("cg_on_load"))) static void (*const cg_on_load_##fn)(void) = fn
+
+/* Loads (or finds) libcuda, fills cg_real and runs the CG_DRIVER_ON_LOAD hooks once. Safe to call
  * from any hook, any thread, often: while one thread starts, the others wait until the shim is
  * ready (that thread's own calls meanwhile return at once and pass through). */
 void cg_driver_init(void);
-/* True on the thread that is starting the shim (driver load, then cg_shim_start). */
+/* True on the thread that is starting the shim (driver load, then the start-up hooks). */
 bool cg_shim_in_init(void);
 /* The shim is built and may be used (also when disabled; false while starting and with no driver). */
 bool cg_driver_ready(void);

@@ -1,5 +1,5 @@
 /* Start-up, the background flusher, fork and exit. Nothing happens in a process until it first
- * reaches the driver (driver.c calls cg_shim_start), so processes that never use CUDA —
+ * reaches the driver (driver.c runs cg_shim_start, registered below with CG_DRIVER_ON_LOAD), so processes that never use CUDA —
  * compiler workers, data-loader workers that inherit LD_PRELOAD — print and write nothing. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -208,6 +208,8 @@ void cg_shim_start(void)
 	cg_log(CG_LOG_INFO, "active (warmup %u, chunk %u, max defer %u us%s)", cfg.warmup,
 	       cfg.chunk_max, cg_shim.max_defer_us, cfg.record_only ? ", recording only" : "");
 }
+
+CG_DRIVER_ON_LOAD(cg_shim_start);
 
 void cg_shim_exit(void)
 {
