@@ -7,6 +7,7 @@
 
 #include "driver.h"
 #include "nccl.h"
+#include "real_dlsym.h"
 #include "shim.h"
 
 /* What a hook does (dlsym_x86_64.S): return `value`, or, when `tail` is set, jump to `tail` (the

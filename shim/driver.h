@@ -65,13 +65,6 @@ bool cg_driver_ready(void);
 /* In a fork() child (atfork handler): makes the driver state usable by the one thread there.
  * Returns whether the parent had begun start-up (its shim state is then not the child's). */
 bool cg_driver_after_fork(void);
-/* The real dlsym and dlvsym, resolved on first use. Called from here, RTLD_DEFAULT and
- * RTLD_NEXT mean libcugraft's scope, not the program's: the hooks pass those lookups on. */
-void *cg_real_dlsym(void *handle, const char *name);
-void *cg_real_dlvsym(void *handle, const char *name, const char *version);
-/* The real functions themselves (NULL if not found), for the hooks' tail jumps. */
-void *cg_resolve_real_dlsym(void);
-void *cg_resolve_real_dlvsym(void);
 /* A libcuda export outside the lists (newer than our cuda.h), for the shim's own use; NULL when
  * the driver is not loaded or lacks it. Looking it up makes no driver call. */
 void *cg_driver_sym(const char *name);

@@ -23,6 +23,7 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 #include "log.h"
 #include "nccl.h"
 #include "options.h"
+#include "real_dlsym.h"
 #include "shim.h"
 #include "stream.h"
 

@@ -7,9 +7,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include <cuda.h>
+
 #include "deny_table.h"
-#include "driver.h"
 #include "log.h"
+#include "real_dlsym.h"
 #include "trampoline.h"
 
 #define SLOT_BYTES 16
