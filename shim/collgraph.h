@@ -12,7 +12,7 @@
 
 /* One program call. The caller fills the first block; cg_coll_begin the rest. */
 struct cg_coll_call {
-	int entry;                   /* which collective (nccl.c's id), part of the key */
+	int entry;                   /* which collective (nccl_hooks.c's id), part of the key */
 	const char *api;             /* its name, for the report */
 	ncclComm_t comm;
 	CUstream stream;             /* the program's stream: not part of the key */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "driver.h"
-#include "nccl.h"
+#include "nccl_hooks.h"
 #include "real_dlsym.h"
 #include "shim.h"
 

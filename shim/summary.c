@@ -11,7 +11,7 @@
 #include "events.h"
 #include "floor.h"
 #include "json.h"
-#include "nccl.h"
+#include "nccl_hooks.h"
 #include "options.h"
 #include "report.h"
 #include "shim.h"

@@ -21,7 +21,7 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 #include "driver.h"
 #include "json.h"
 #include "log.h"
-#include "nccl.h"
+#include "nccl_hooks.h"
 #include "options.h"
 #include "real_dlsym.h"
 #include "shim.h"

@@ -1,7 +1,7 @@
-/* The NCCL wrappers (nccl.c, generated from nccl.def) as the rest of the shim sees them. Built
- * only where nccl.h is found (CG_HAVE_NCCL). Not to be confused with NCCL's own <nccl.h>. */
-#ifndef CG_SHIM_NCCL_H
-#define CG_SHIM_NCCL_H
+/* The NCCL wrappers (nccl_hooks.c, generated from nccl.def) as the rest of the shim sees them.
+ * Built only where nccl.h is found (CG_HAVE_NCCL). */
+#ifndef CG_SHIM_NCCL_HOOKS_H
+#define CG_SHIM_NCCL_HOOKS_H
 
 struct cg_json;
 
