@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "audit.h"
-#include "backend.h"
+#include "cuda_backend.h"
 #include "checks.h"
 #include "driver.h"
 #include "events.h"

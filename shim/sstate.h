@@ -1,5 +1,5 @@
 /* The record the shim keeps for one program stream, shared by the stream registry (stream.h),
- * which owns it, and the backend (backend.h, ptds.h), which submits its work. A leaf: it
+ * which owns it, and the backend (cuda_backend.h, ptds.h), which submits its work. A leaf: it
  * names no function of either. */
 #ifndef CG_SHIM_SSTATE_H
 #define CG_SHIM_SSTATE_H

@@ -11,7 +11,7 @@
 #include "shim.h"
 #include "stream.h"
 #include "timing.h"
-#include "backend.h"
+#include "cuda_backend.h"
 #include "deadline.h"
 #include "events.h"
 #include "options.h"

@@ -1,7 +1,7 @@
 /* The real-driver backend of the policy engine (policy/backend.h): eager submission of recorded
  * ops, chunk graphs built by capturing the ops on a private stream, node patches, launches. */
-#ifndef CG_SHIM_BACKEND_H
-#define CG_SHIM_BACKEND_H
+#ifndef CG_SHIM_CUDA_BACKEND_H
+#define CG_SHIM_CUDA_BACKEND_H
 
 #include <cuda.h>
 #include "policy/backend.h"

@@ -1,4 +1,4 @@
-/* Real-driver backend (backend.h). Chunk graphs are made by capturing the recorded ops on a
+/* Real-driver backend (cuda_backend.h). Chunk graphs are made by capturing the recorded ops on a
  * private stream: the driver then encodes every launch form (CUkernel handles, attributes such as
  * clusters or programmatic serialisation, memsets, copies) exactly as an eager launch would, and
  * cuStreamGetCaptureInfo names the node each op became, which is what patching needs. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "cuda_backend.h"
 #include "context.h"
 #include "driver.h"
 #include "events.h"
