@@ -10,11 +10,6 @@
 #define CG_MAX_CHUNKS 4096u
 #define CG_INDEX_START 64
 
-static inline uint64_t rotl64(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
 /* ---- scratch ---------------------------------------------------------------------------- */
 
 bool cg_scratch_init(struct cg_scratch *sc, uint32_t chunk_max, cg_realloc_fn mem)
@@ -62,7 +57,7 @@ bool cg_scratch_reserve(struct cg_scratch *sc, size_t bytes, cg_realloc_fn mem)
 void cg_scratch_push(struct cg_scratch *sc, const struct cg_op *op, uint64_t hash, cg_realloc_fn mem)
 {
 	uint32_t i = sc->n++;
-	sc->key = (rotl64(sc->key, 23) ^ hash) * 0x9e3779b97f4a7c15ull;
+	sc->key = (cg_rotl64(sc->key, 23) ^ hash) * 0x9e3779b97f4a7c15ull;
 	sc->hash[i] = hash;
 	if (sc->lossy || !cg_scratch_reserve(sc, (size_t)op->sig_len + op->args_len, mem)) {
 		sc->lossy = true;

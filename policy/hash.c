@@ -8,11 +8,6 @@
 #define K1 0x87c37b91114253d5ull
 #define K2 0x4cf5ad432745937full
 
-static inline uint64_t rotl64(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
 static inline uint64_t load64(const unsigned char *p)
 {
 	uint64_t v;
@@ -27,19 +22,19 @@ uint64_t cg_sig_hash(const void *bytes, size_t len)
 	uint64_t a = 0x9e3779b97f4a7c15ull ^ len, b = 0xc2b2ae3d27d4eb4full;
 
 	for (; len >= 16; p += 16, len -= 16) {
-		a = rotl64(a ^ (load64(p) * K1), 31) * K2;
-		b = rotl64(b ^ (load64(p + 8) * K2), 29) * K1;
+		a = cg_rotl64(a ^ (load64(p) * K1), 31) * K2;
+		b = cg_rotl64(b ^ (load64(p + 8) * K2), 29) * K1;
 	}
 	if (len >= 8) {
-		a = rotl64(a ^ (load64(p) * K1), 31) * K2;
+		a = cg_rotl64(a ^ (load64(p) * K1), 31) * K2;
 		p += 8;
 		len -= 8;
 	}
 	if (len) {
 		uint64_t tail = 0;
 		memcpy(&tail, p, len);
-		b = rotl64(b ^ (tail * K2), 29) * K1;
+		b = cg_rotl64(b ^ (tail * K2), 29) * K1;
 	}
-	uint64_t h = cg_fmix64(a ^ rotl64(b, 32));
+	uint64_t h = cg_fmix64(a ^ cg_rotl64(b, 32));
 	return h ? h : 1;
 }
