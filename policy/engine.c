@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "policy/chunk.h"
+#include "policy/clock.h"
 #include "policy/control.h"
 #include "policy/engine.h"
 #include "policy/loop.h"
@@ -87,13 +88,6 @@ static void *libc_realloc(void *p, size_t n)
 		return NULL;
 	}
 	return realloc(p, n);
-}
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 void cg_engine_config_default(struct cg_engine_config *cfg)
@@ -925,7 +919,7 @@ struct cg_engine *cg_engine_new(const struct cg_engine_config *cfg,
 	e->cdc_below = (1ull << 32) / cdc_mod;
 	e->be = be;
 	e->be_ctx = be_ctx;
-	e->now_ns = monotonic_ns;
+	e->now_ns = cg_monotonic_ns;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->ctl_lock, NULL);
 	cg_control_init(&e->ctl);
@@ -936,7 +930,7 @@ struct cg_engine *cg_engine_new(const struct cg_engine_config *cfg,
 
 void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void))
 {
-	e->now_ns = now_ns ? now_ns : monotonic_ns;
+	e->now_ns = now_ns ? now_ns : cg_monotonic_ns;
 }
 
 struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t id)

@@ -31,18 +31,18 @@ static struct tokens *ring;
 static uint64_t made, calls_before, ns_before;     /* under lock */
 static _Atomic uint64_t launch_calls, launch_ns;
 static uint64_t started;
-static cg_clock_fn now = cg_floor_mono_ns;
+static cg_clock_fn now = cg_monotonic_ns;
 static bool activity;
 static const char *activity_why;
 
 static uint64_t mono(void)
 {
-	return cg_floor_mono_ns();
+	return cg_monotonic_ns();
 }
 
 void cg_floor_launch(uint64_t t0)
 {
-	uint64_t ns = cg_floor_mono_ns() - t0;
+	uint64_t ns = cg_monotonic_ns() - t0;
 	atomic_fetch_add_explicit(&launch_ns, ns, memory_order_relaxed);
 	atomic_fetch_add_explicit(&launch_calls, 1, memory_order_relaxed);
 }

@@ -12,19 +12,13 @@
 
 #include <cuda.h>
 
+#include "policy/clock.h"
 #include "policy/reason.h"
 
 struct cg_json;
 
 /* Set once at start-up when profiling; read on every launch (one load and a branch). */
 extern atomic_bool cg_floor_timing;
-
-static inline uint64_t cg_floor_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A launch call of the program took the driver from t0 until now. */
 void cg_floor_launch(uint64_t t0);
@@ -33,7 +27,7 @@ void cg_floor_launch(uint64_t t0);
  * relaxed load and a predictable branch (both arms are the same call). */
 #define CG_FLOOR_TIMED(call)                                                                    \
 	(atomic_load_explicit(&cg_floor_timing, memory_order_relaxed) ?                         \
-	 ({ uint64_t t0_ = cg_floor_mono_ns(); CUresult fr_ = (call); cg_floor_launch(t0_); fr_; }) : \
+	 ({ uint64_t t0_ = cg_monotonic_ns(); CUresult fr_ = (call); cg_floor_launch(t0_); fr_; }) : \
 	 (call))
 
 /* At start-up, when CUGRAFT_PROFILE is on: CUPTI activity (where it loads) and timing. */

@@ -24,13 +24,7 @@
 #include "stream.h"
 #include "summary.h"
 #include "timing.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "policy/clock.h"
 
 /* --- the background flusher: deferred work never waits longer than CUGRAFT_MAX_DEFER_US ---- */
 /* It sleeps until the oldest deferred work reaches that age (absolute CLOCK_MONOTONIC times, so
@@ -87,7 +81,7 @@ static void *flusher(void *arg)
 		atomic_fetch_add_explicit(&cg_shim.flusher_wakeups, 1, memory_order_relaxed);
 		cg_stream_read_timing();
 		cg_stream_reap();
-		uint64_t now = now_ns();
+		uint64_t now = cg_monotonic_ns();
 		uint64_t next = cg_flush_older_than(now, max_ns, retry_ns);
 		if (next) {
 			quiet = 0;
