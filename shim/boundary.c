@@ -38,15 +38,8 @@
 #undef CG_HOOK
 #undef CG_PURE
 
-/* Our wrapper for every non-pure entry: boundary wrappers above, hooks in launch.c/hooks.c. */
-#define CG_PURE(n)
-#define CG_BOUNDARY(n, proto, params, ...) CUresult n params;
-#define CG_HOOK(n, proto, params, ...) CUresult n params;
-#include "cuda.def"
-#undef CG_BOUNDARY
-#undef CG_HOOK
-#undef CG_PURE
-
+/* Our wrapper for every non-pure entry (declared in driver.h): boundary wrappers above, hooks
+ * in launch.c/hooks.c. */
 void *const cg_wrapper[CG_E_COUNT] = {
 #define CG_PURE(n)
 #define CG_BOUNDARY(n, ...) [CG_E_##n] = (void *)n,

@@ -17,12 +17,16 @@
 #undef cuDevicePrimaryCtxReset
 #undef cuCtxDestroy
 #undef cuStreamDestroy
-/* The first ABI of entry points the list hooks in both versions (older runtimes ask for them). */
-CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
-CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
-CUresult cuDevicePrimaryCtxReset(CUdevice dev);
-CUresult cuCtxDestroy(CUcontext ctx);
-CUresult cuStreamDestroy(CUstream hStream);
+/* Every entry point the shim wraps, declared from the list: the _ptsz forms and the first ABI of
+ * entry points hooked in both versions (older runtimes ask for them) have no cuda.h declaration
+ * of their own, and the others must agree with theirs. */
+#define CG_PURE(n)
+#define CG_BOUNDARY(n, proto, params, ...) CUresult n params;
+#define CG_HOOK(n, proto, params, ...) CUresult n params;
+#include "cuda.def"
+#undef CG_PURE
+#undef CG_BOUNDARY
+#undef CG_HOOK
 
 #define CG_EXPORT __attribute__((visibility("default")))
 
@@ -38,6 +42,9 @@ enum cg_entry {
 };
 
 extern const char *const cg_entry_name[CG_E_COUNT];
+/* Addresses of our exported wrappers, by entry id (NULL for pure entries): boundary.c, expanded
+ * from the list like everything here. */
+extern void *const cg_wrapper[CG_E_COUNT];
 /* Real libcuda pointers, filled once by cg_driver_init(); NULL where the driver lacks one. */
 extern void *cg_real[CG_E_COUNT];
 /* Calls of each wrapped entry point (for the report). */

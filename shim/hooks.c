@@ -59,7 +59,6 @@ static CUresult capture_ended(CUresult r)
 	return r;
 }
 
-CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
 CG_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 {
 	if (!active())

@@ -238,9 +238,6 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(c, f, params, extra))                \
 	}
 
-CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void **, void **);
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *, CUfunction, void **, void **);
 KERNEL_HOOK(cuLaunchKernel, false)
 KERNEL_HOOK(cuLaunchKernel_ptsz, true)
 KERNEL_EX_HOOK(cuLaunchKernelEx, false)
@@ -276,9 +273,6 @@ static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[2], enum 
 		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h))                       \
 	}
 
-CUresult cuMemsetD8Async_ptsz(CUdeviceptr, unsigned char, size_t, CUstream);
-CUresult cuMemsetD32Async_ptsz(CUdeviceptr, unsigned int, size_t, CUstream);
-CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 MEM_HOOK(cuMemsetD8Async, false, CG_K_MEMSET8, unsigned char)
 MEM_HOOK(cuMemsetD8Async_ptsz, true, CG_K_MEMSET8, unsigned char)
 MEM_HOOK(cuMemsetD32Async, false, CG_K_MEMSET32, unsigned int)

@@ -9,9 +9,6 @@
 
 #include "policy/engine.h"
 
-/* Addresses of our exported wrappers, by entry id (NULL for pure entries). */
-extern void *const cg_wrapper[];
-
 struct cg_shim {
 	atomic_bool disabled;      /* CUGRAFT_DISABLE, or the driver could not be loaded */
 	atomic_bool exiting;       /* exit work has started: no more deferral */
