@@ -1,0 +1,162 @@
+/* The shim's stream registry (stream.c), launch hooks (launch.c) and CUDA backend
+ * (cuda_backend.c) in one process against the CPU fake driver, with no start-up: no flusher, no
+ * report. The test plays the program: it calls the exported wrappers (cuLaunchKernel,
+ * cuMemsetD32Async, cuStreamSynchronize) and reaches the driver's plain entry points through
+ * CG_REAL. The fake runs kernels on the host at submission, so "device" memory is read directly.
+ * Needs the fake libcuda.so.1 on the library path (tests/meson.build). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "shim/cuda_backend.h"
+#include "shim/driver.h"
+#include "shim/options.h"
+#include "shim/shim.h"
+#include "shim/stream.h"
+#include "policy/engine.h"
+
+static CUfunction chain;
+
+static int setup(void **state)
+{
+	/* What start-up does, less the flusher and the report. */
+	cg_options_init();
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	cfg.warmup = 2;
+	cfg.measure = false;
+	cg_shim.engine = cg_engine_new(&cfg, &cg_cuda_backend, NULL);
+	if (!cg_shim.engine)
+		return -1;
+	cg_driver_init();
+	if (!cg_driver_ready() || !cg_real[CG_E_cuInit])
+		return -1;
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	if (CG_REAL(cuInit)(0) != CUDA_SUCCESS || CG_REAL(cuDeviceGet)(&dev, 0) != CUDA_SUCCESS ||
+	    CG_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) != CUDA_SUCCESS ||
+	    CG_REAL(cuCtxSetCurrent)(ctx) != CUDA_SUCCESS ||
+	    CG_REAL(cuModuleLoadData)(&mod, "the fake ignores the image") != CUDA_SUCCESS ||
+	    CG_REAL(cuModuleGetFunction)(&chain, mod, "cg_chain") != CUDA_SUCCESS)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	cg_stream_exit_all();
+	return 0;
+}
+
+static CUstream new_stream(unsigned flags)
+{
+	CUstream s = NULL;
+	assert_int_equal(CG_REAL(cuStreamCreate)(&s, flags), CUDA_SUCCESS);
+	return s;
+}
+
+static CUdeviceptr alloc(size_t bytes)
+{
+	CUdeviceptr p = 0;
+	assert_int_equal(CG_REAL(cuMemAlloc_v2)(&p, bytes), CUDA_SUCCESS);
+	return p;
+}
+
+/* One record per stream handle, one legacy stream per context, one per-thread stream per thread;
+ * a forgotten handle gets a new record (the driver reuses handles). */
+static void test_stream_records(void **state)
+{
+	CUstream h = new_stream(CU_STREAM_NON_BLOCKING);
+	struct cg_sstate *s = cg_stream_get(h, false);
+	assert_non_null(s);
+	assert_ptr_equal(cg_stream_get(h, false), s);
+	assert_ptr_equal(s->handle, h);
+	assert_false(s->legacy);
+	assert_false(s->per_thread);
+	assert_false(s->blocking);
+
+	struct cg_sstate *legacy = cg_stream_get(NULL, false);
+	assert_non_null(legacy);
+	assert_true(legacy->legacy);
+	assert_ptr_equal(cg_stream_get(CU_STREAM_LEGACY, false), legacy);
+
+	struct cg_sstate *mine = cg_stream_get(NULL, true);
+	assert_non_null(mine);
+	assert_true(mine->per_thread);
+	assert_true(cg_stream_mine(mine));
+	assert_ptr_equal(cg_stream_get(CU_STREAM_PER_THREAD, false), mine);
+
+	uint64_t id = s->id;
+	cg_stream_forget(h);
+	struct cg_sstate *again = cg_stream_get(h, false);
+	assert_non_null(again);
+	assert_int_not_equal(again->id, id);
+	cg_stream_forget(h);
+}
+
+/* The program's launches go through launch.c into the engine, which learns the loop and replays
+ * it from graphs the backend captured: every sync must see what eager launches would have left. */
+static void test_replayed_launches_compute_what_eager_ones_do(void **state)
+{
+	CUstream h = new_stream(CU_STREAM_DEFAULT);
+	CUdeviceptr acc = alloc(sizeof(unsigned long long));
+	volatile unsigned long long *host = (volatile unsigned long long *)(uintptr_t)acc;
+	*host = 1;
+	unsigned long long expected = 1;
+	struct cg_stats before, after;
+	cg_engine_stats(cg_shim.engine, &before);
+	for (int it = 0; it < 12; it++) {
+		for (unsigned long long k = 1; k <= 6; k++) {
+			unsigned long long v = k * 7 + (unsigned long long)(it % 2);
+			void *params[] = { &acc, &v };
+			assert_int_equal(cuLaunchKernel(chain, 1, 1, 1, 32, 1, 1, 0, h, params, NULL),
+			                 CUDA_SUCCESS);
+			expected = (expected * 1000003ULL) ^ v;
+		}
+		assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+		assert_int_equal(*host, expected);
+	}
+	cg_engine_stats(cg_shim.engine, &after);
+	assert_true(after.ops - before.ops == 12 * 6);
+	assert_true(after.graph_launches > before.graph_launches);
+	assert_true(after.ops_replayed > before.ops_replayed);
+	assert_true(after.patches > before.patches);  /* the argument that alternates */
+	cg_stream_forget(h);
+}
+
+/* Memsets whose destination moves every iteration: captured as memset nodes and patched there
+ * (cuda_backend.c's patch_memop). */
+static void test_replayed_memsets_follow_their_buffers(void **state)
+{
+	CUstream h = new_stream(CU_STREAM_DEFAULT);
+	enum { N = 64 };
+	CUdeviceptr buf[2] = { alloc(N * 4), alloc(N * 4) };
+	struct cg_stats before, after;
+	cg_engine_stats(cg_shim.engine, &before);
+	for (unsigned it = 0; it < 12; it++) {
+		CUdeviceptr dst = buf[it % 2];
+		assert_int_equal(cuMemsetD32Async(dst, 0, N, h), CUDA_SUCCESS);
+		assert_int_equal(cuMemsetD32Async(dst, it + 1, N / 2, h), CUDA_SUCCESS);
+		assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+		const unsigned *p = (const unsigned *)(uintptr_t)dst;
+		for (unsigned i = 0; i < N; i++)
+			assert_int_equal(p[i], i < N / 2 ? it + 1 : 0);
+	}
+	cg_engine_stats(cg_shim.engine, &after);
+	assert_true(after.graph_launches > before.graph_launches);
+	cg_stream_forget(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stream_records),
+		cmocka_unit_test(test_replayed_launches_compute_what_eager_ones_do),
+		cmocka_unit_test(test_replayed_memsets_follow_their_buffers),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
