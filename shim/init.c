@@ -1,6 +1,7 @@
 /* Start-up, the background flusher, fork and exit. Nothing happens in a process until it first
- * reaches the driver (driver.c runs cg_shim_start, registered below with CG_DRIVER_ON_LOAD), so processes that never use CUDA —
- * compiler workers, data-loader workers that inherit LD_PRELOAD — print and write nothing. */
+ * reaches the driver (driver.c runs cg_shim_start, registered below with CG_DRIVER_ON_LOAD), so
+ * processes that never use CUDA — compiler workers, data-loader workers that inherit
+ * LD_PRELOAD — print and write nothing. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>

@@ -106,7 +106,7 @@ static void cg_print_counts(const char *label, const struct cg_counts *c)
 	printf("\n");
 }
 
-/* A process killed by a signal wrote no summary, but a "signal" record (shim/events.c). */
+/* A process killed by a signal wrote no summary, but a "signal" record (shim/summary.c). */
 static void cg_print_ending(const struct cg_rfile *f)
 {
 	for (size_t i = 0; i < f->n_others; i++) {
