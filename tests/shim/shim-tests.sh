@@ -42,9 +42,12 @@ same_result() { # A B: both exited 0 and printed the same checksum
 in_second_half() { # RE LOG: calls matching RE logged after half of the kernel runs (fake call log)
   awk -v re="$1" '/^run/ { runs++ } $1 ~ re { at[n++] = runs }
     END { c = 0; for (i = 0; i < n; i++) c += at[i] > runs / 2; print c }' "$2"; }
-same_work() { # A B: the fake ran the same number of kernels (each op once, none lost)
+same_work() { # A B: the fake ran the same number of kernels (each op once, none lost), and
+               # the same kernels with the same launch shapes (grid, block, shared memory)
   local a b; a=$(stat kernels_run "$tmp/$1.stats"); b=$(stat kernels_run "$tmp/$2.stats")
   [ -n "$a" ] && [ "$a" = "$b" ] || fail "kernels run: $1=$a $2=$b"
+  a=$(stat launch_shapes "$tmp/$1.stats"); b=$(stat launch_shapes "$tmp/$2.stats")
+  [ -n "$a" ] && [ "$a" = "$b" ] || fail "kernels ran with other launch shapes: $1=$a $2=$b"
 }
 
 case $case_name in
