@@ -53,10 +53,12 @@ struct cg_sig {
  * divergence that drops the chunk. */
 struct cg_launch_shape {
 	uint32_t grid[3], block[3], shmem;
-	uint32_t zero; /* padding, always 0: the parameters start 8-byte aligned */
+	uint32_t zero; /* always 0: pads the shape to whole 8-byte words */
 };
+/* The policy tracks changed arguments per 8-byte word: the parameters keep their word
+ * boundaries behind the shape, so a moving pointer still changes one word. */
 #define CG_ARGS_PARAMS ((uint32_t)sizeof(struct cg_launch_shape))
-_Static_assert(sizeof(struct cg_launch_shape) == 32, "parameters must start 8-byte aligned");
+_Static_assert(sizeof(struct cg_launch_shape) % 8 == 0, "the shape must be whole 8-byte words");
 
 /* Kernel ops only. Argument bytes come back from the policy at any alignment: memcpy. */
 static inline struct cg_launch_shape cg_op_shape(const void *args)
