@@ -60,14 +60,15 @@ static void json_op(struct cg_json *j, const char *key, const struct cg_op *op)
 	cg_json_str(j, "kind", kind_name(s->kind));
 	if (op->name)
 		cg_json_str(j, "kernel", op->name);
-	if (s->kind == CG_K_KERNEL) {
+	if (s->kind == CG_K_KERNEL && op->args_len >= CG_ARGS_PARAMS) {
+		struct cg_launch_shape sh = cg_op_shape(op->args);
 		char dims[96];
-		snprintf(dims, sizeof(dims), "(%u,%u,%u)x(%u,%u,%u)", s->grid[0], s->grid[1], s->grid[2],
-		         s->block[0], s->block[1], s->block[2]);
+		snprintf(dims, sizeof(dims), "(%u,%u,%u)x(%u,%u,%u)", sh.grid[0], sh.grid[1], sh.grid[2],
+		         sh.block[0], sh.block[1], sh.block[2]);
 		cg_json_str(j, "launch", dims);
-		cg_json_uint(j, "shared_mem", s->shmem);
+		cg_json_uint(j, "shared_mem", sh.shmem);
 		cg_json_uint(j, "attributes", s->nattrs);
-		cg_json_uint(j, "param_bytes", op->args_len);
+		cg_json_uint(j, "param_bytes", op->args_len - CG_ARGS_PARAMS);
 	} else {
 		cg_json_uint(j, s->kind == CG_K_COPY ? "bytes" : "count", s->b);
 	}
