@@ -32,7 +32,6 @@ static const bool entry_is_pure[CG_E_COUNT] = {
 };
 
 void *cg_real[CG_E_COUNT];
-_Atomic uint64_t cg_entry_calls[CG_E_COUNT];
 
 /* --- the real dlsym and dlvsym ------------------------------------------------------------ */
 /* Both are hooked (dlsym_x86_64.S), so our own references to them bind to the hooks: even one

@@ -8,6 +8,7 @@
 
 #include "backtrace.h"
 #include "checks.h"
+#include "counts.h"
 #include "deny.h"
 #include "driver.h"
 #include "events.h"
@@ -26,17 +27,16 @@
  * launch's and a graph launch's are the engine's config defaults, which the cost gate uses). */
 #define HOST_US_PER_PATCH 0.43
 
-static _Atomic uint64_t boundaries[CG_R_COUNT], bypassed[CG_R_COUNT];
 
 void cg_events_boundary(enum cg_reason why)
 {
-	atomic_fetch_add_explicit(&boundaries[why], 1, memory_order_relaxed);
+	cg_count(CG_COUNT_BOUNDARY + why);
 	cg_floor_boundary(why);
 }
 
 void cg_events_bypass(enum cg_reason why)
 {
-	atomic_fetch_add_explicit(&bypassed[why], 1, memory_order_relaxed);
+	cg_count(CG_COUNT_BYPASS + why);
 }
 
 static const char *kind_name(uint32_t k)
@@ -283,7 +283,7 @@ void cg_events_summary(void)
 	if (cg_shim.engine)
 		cg_engine_stats(cg_shim.engine, &st);
 	for (int r = 0; r < CG_R_COUNT; r++) {
-		uint64_t n = atomic_load(&bypassed[r]);
+		uint64_t n = cg_count_total(CG_COUNT_BYPASS + r);
 		st.ops += n;
 		st.ops_eager += n;
 		st.fallbacks[r] += n;
@@ -293,7 +293,7 @@ void cg_events_summary(void)
 	uint64_t launches = 0;
 	for (int e = 0; e < CG_E_COUNT; e++)
 		if (strncmp(cg_entry_name[e], "cuLaunchKernel", 14) == 0)
-			launches += atomic_load(&cg_entry_calls[e]);
+			launches += cg_count_total(CG_COUNT_ENTRY + e);
 	cg_json_uint(&j, "launches", launches);
 	/* The engine's counters and their ratios (policy/stats.def). */
 #define CG_STAT(field, key, doc) if (key) cg_json_uint(&j, key, st.field);
@@ -317,13 +317,13 @@ void cg_events_summary(void)
 	cg_json_obj_end(&j);
 	cg_json_obj(&j, "boundaries");
 	for (int r = 1; r < CG_R_COUNT; r++)
-		if (atomic_load(&boundaries[r]))
-			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), atomic_load(&boundaries[r]));
+		if (cg_count_total(CG_COUNT_BOUNDARY + r))
+			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), cg_count_total(CG_COUNT_BOUNDARY + r));
 	cg_json_obj_end(&j);
 	cg_json_obj(&j, "entry_points");
 	for (int e = 0; e < CG_E_COUNT; e++)
-		if (atomic_load(&cg_entry_calls[e]))
-			cg_json_uint(&j, cg_entry_name[e], atomic_load(&cg_entry_calls[e]));
+		if (cg_count_total(CG_COUNT_ENTRY + e))
+			cg_json_uint(&j, cg_entry_name[e], cg_count_total(CG_COUNT_ENTRY + e));
 	cg_json_obj_end(&j);
 #ifdef CG_HAVE_NCCL
 	cg_nccl_json(&j);

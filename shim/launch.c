@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
+#include "counts.h"
 #include "driver.h"
 #include "events.h"
 #include "floor.h"
@@ -206,7 +207,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		cg_tl_forwarding--;                                                             \
 		return r_;                                                                      \
 	}                                                                                       \
-	atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##entry], 1, memory_order_relaxed);      \
+	cg_count(CG_COUNT_ENTRY + CG_E_##entry);                                               \
 	cg_tl_api = #entry;                                                                     \
 	struct cg_sstate *s_ = cg_stream_get(h, ptsz);                                          \
 	if (!s_ || why != CG_R_NONE) {                                                          \
