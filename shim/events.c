@@ -88,6 +88,8 @@ static void json_decision(const struct cg_event *ev)
 	cg_json_uint(j, "op_index", ev->op_index);
 	cg_json_str(j, "decision", d->defer ? "graphs" : "eager");
 	cg_json_bool(j, "changed", d->flipped);
+	/* the probe favoured the other mode, not clearly: kept until the next probe agrees */
+	cg_json_bool(j, "doubted", d->doubted);
 	cg_json_double(j, "eager_ns_per_op", d->eager_ns);
 	cg_json_double(j, "graphed_ns_per_op", d->graph_ns);
 	cg_json_uint(j, "eager_epochs", d->eager_samples);
