@@ -2,7 +2,9 @@
 """PyTorch workloads for bench/run: an MLP and a small GPT-style transformer trained with AdamW,
 with the usual loss.item() every step. Modes: eager, graph (hand-made whole-iteration
 torch.cuda.graph), compile (torch.compile) and compile-ro (mode="reduce-overhead").
-Writes the per-step losses (repr of the float) to --out; prints step_ms and iter_us."""
+Writes the per-step losses (repr of the float) to --out; prints step_ms and iter_us, and cpu_ms:
+the main thread's CPU time per step (the host cost of submitting; it includes any spinning
+while the host waits for the GPU, so it is the submission cost only with --sync-every 0)."""
 import argparse
 import math
 import os
@@ -153,7 +155,7 @@ def main():
     losses, t0 = [], None
     for i in range(args.steps):
         if i == WARMUP_STEPS:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
         loss = step(i)
         if args.sync_every and (i + 1) % args.sync_every == 0:
             loss = loss.item() if torch.is_tensor(loss) else loss
@@ -163,12 +165,14 @@ def main():
     if t0 is None:
         sys.exit("error: --steps must exceed the %d warmup steps" % WARMUP_STEPS)
     step_ms = (time.perf_counter() - t0) * 1e3 / (args.steps - WARMUP_STEPS)
+    cpu_ms = (time.thread_time() - c0) * 1e3 / (args.steps - WARMUP_STEPS)
     with open(args.out + (".rank%d" % rank if rank else ""), "w") as f:
         f.writelines(repr(v) + "\n" for v in losses)
     if args.ddp:
         torch.distributed.destroy_process_group()
     print("step_ms %.4f" % step_ms)
     print("iter_us %.3f" % (step_ms * 1e3))
+    print("cpu_ms %.4f" % cpu_ms)
 
 
 def graph_step(model, opt, xs, ys):

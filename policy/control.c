@@ -3,7 +3,9 @@
  * interval lengths, and an epoch is a whole number of periods, so that every epoch holds the
  * same work. Once the stream has graphs, epochs alternate between deferring and not; the mode
  * with the lower median time per op wins and runs for a while (longer each time the same mode
- * wins again), then both are measured again: a job's phases change. */
+ * wins again), then both are measured again: a job's phases change. A standing decision is
+ * overturned by a clear difference, or by two full probes in a row, never by a few noisy
+ * epochs. */
 #include <string.h>
 #include "policy/control.h"
 
@@ -134,15 +136,31 @@ static bool probe_done(const struct cg_control *c, bool *defer, bool *clear)
 	bool full = ne >= CG_CONTROL_SAMPLES && ng >= CG_CONTROL_SAMPLES;
 	if (!full && mg > me * (1 - CG_CONTROL_CLOSE) && mg < me * (1 + CG_CONTROL_CLOSE))
 		return false;
-	*defer = mg < me * (1 - CG_CONTROL_MARGIN);
+	bool d = mg < me * (1 - CG_CONTROL_MARGIN);
+	/* A few epochs of each mode may confirm the standing decision, not overturn it: a real
+	 * job's epochs differ by 10-20% from one to the next. */
+	if (!full && c->decisions && d != c->last.defer)
+		return false;
+	*defer = d;
 	return true;
 }
 
 static void decide(struct cg_control *c, bool defer, bool clear, struct cg_control_decision *out)
 {
+	/* Even a full probe picks the slower mode now and then (medians of 7 noisy epochs a few
+	 * percent apart): the mode changes on a clear difference, or when the next probe, soon,
+	 * agrees. */
+	bool doubted = c->decisions && defer != c->last.defer && !clear && !c->doubt;
+	c->doubt = doubted;
+	if (doubted) {
+		defer = c->last.defer;
+		c->hold_len = CG_CONTROL_HOLD_FIRST / 2;
+	}
 	bool flipped = c->decisions && defer != c->last.defer;
 	if (!c->decisions || flipped)
 		c->hold_len = clear ? CG_CONTROL_HOLD_CLEAR : CG_CONTROL_HOLD_FIRST;
+	else if (doubted)
+		;  /* held briefly: the next probe confirms or clears the doubt */
 	else if (c->hold_len < CG_CONTROL_HOLD_MAX)
 		c->hold_len *= 2;
 	c->decisions++;
@@ -158,6 +176,7 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 		.period = c->period,
 		.epoch_intervals = c->epoch_len,
 		.hold = c->hold,
+		.doubted = doubted,
 	};
 	*out = c->last;
 }

@@ -27,6 +27,8 @@ struct cg_control_decision {
 	uint32_t period;            /* intervals per loop period (0: none found) */
 	uint32_t epoch_intervals;   /* intervals per epoch */
 	uint32_t hold;              /* epochs until it measures again */
+	bool doubted;               /* the probe favoured the other mode, not clearly: kept until
+	                               the next probe (soon) agrees */
 };
 
 enum cg_control_phase {
@@ -52,6 +54,7 @@ struct cg_control {
 	double sample[2][CG_CONTROL_SAMPLES];
 	uint32_t nsample[2];
 	uint32_t hold, hold_len;
+	bool doubt;                 /* the last probe doubted the standing decision */
 	uint32_t decisions, flips;
 	struct cg_control_decision last;
 };

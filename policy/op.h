@@ -8,9 +8,10 @@
 #include <stddef.h>
 
 struct cg_op {
-	const void *sig;   /* signature bytes: function, grid, block, shared memory, attributes,
-	                      layout, kind. Equal signatures are confirmed with memcmp. */
-	const void *args;  /* argument bytes (packed kernel parameters, memset value, ...) */
+	const void *sig;   /* signature bytes: function, attributes, layout, kind. Equal
+	                      signatures are confirmed with memcmp. */
+	const void *args;  /* argument bytes (a kernel's launch shape and packed parameters, memset
+	                      value, ...) */
 	uint32_t sig_len;
 	uint32_t args_len;
 	uint64_t hash;     /* never 0 when given; equal sigs must have equal hashes. Chunks are cut

@@ -1,6 +1,7 @@
 /* Boundary wrappers, generated from cuda.def: count the call, flush the pending work the call
  * could observe (and cut the learned chunk there), then forward unchanged. Also the table of our
  * exported wrappers, which driver.c hands out instead of the real entry points. */
+#include "counts.h"
 #include "driver.h"
 #include "shim.h"
 #include "stream.h"
@@ -20,8 +21,7 @@
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		if (!cg_shim_passthrough()) {                                                   \
 			if (cg_driver_ready()) {                                                \
-				atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##n], 1,         \
-				                          memory_order_relaxed);                \
+				cg_count(CG_COUNT_ENTRY + CG_E_##n);                            \
 				cg_tl_api = #n;                                                 \
 				CG_SCOPE_##scope(stream, CG_R_##reason);                        \
 			}                                                                       \

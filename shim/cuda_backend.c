@@ -25,7 +25,8 @@ struct chunk_graph {
 	CUcontext ctx;
 	uint32_t n;
 	CUgraphNode *nodes;
-	CUDA_KERNEL_NODE_PARAMS *kp; /* kernel nodes' parameters as captured */
+	CUDA_KERNEL_NODE_PARAMS *kp; /* kernel nodes' parameters as captured (function, context;
+	                                shape and parameters are each patch's own) */
 };
 
 static int fail(CUresult r, const char **detail)
@@ -38,15 +39,15 @@ static int fail(CUresult r, const char **detail)
 /* --- one op on a stream -------------------------------------------------------------------- */
 #define INLINE_PARAMS 64
 
-/* kernelParams for a kernel op: pointers into its packed argument bytes at the layout's
- * offsets; in `inline_buf` (INLINE_PARAMS entries) when they fit, else malloc'd (free when
- * different from inline_buf); NULL when out of memory. */
+/* kernelParams for a kernel op: pointers into its packed parameter bytes (after its launch
+ * shape, sig.h) at the layout's offsets; in `inline_buf` (INLINE_PARAMS entries) when they fit,
+ * else malloc'd (free when different from inline_buf); NULL when out of memory. */
 static void **param_ptrs(const struct cg_op *op, void **inline_buf)
 {
 	const struct cg_layout *l = cg_sig_layout(op->sig);
 	void **params = l->n <= INLINE_PARAMS ? inline_buf : malloc(l->n * sizeof(void *));
 	for (uint32_t i = 0; params && i < l->n; i++)
-		params[i] = (char *)op->args + l->p[i].off;
+		params[i] = (char *)cg_op_params(op->args) + l->p[i].off;
 	return params;
 }
 
@@ -68,10 +69,11 @@ static CUresult submit(const struct cg_op *op, CUstream st)
 		void **params = param_ptrs(op, inline_params);
 		if (!params)
 			return CUDA_ERROR_OUT_OF_MEMORY;
+		struct cg_launch_shape sh = cg_op_shape(op->args); /* this launch's own */
 		CUlaunchConfig c = {
-			.gridDimX = sig->grid[0], .gridDimY = sig->grid[1], .gridDimZ = sig->grid[2],
-			.blockDimX = sig->block[0], .blockDimY = sig->block[1], .blockDimZ = sig->block[2],
-			.sharedMemBytes = sig->shmem, .hStream = st,
+			.gridDimX = sh.grid[0], .gridDimY = sh.grid[1], .gridDimZ = sh.grid[2],
+			.blockDimX = sh.block[0], .blockDimY = sh.block[1], .blockDimZ = sh.block[2],
+			.sharedMemBytes = sh.shmem, .hStream = st,
 			.attrs = (CUlaunchAttribute *)sig->attrs, .numAttrs = sig->nattrs,
 		};
 		CUresult r = CG_REAL(cuLaunchKernelEx)(&c, (CUfunction)(uintptr_t)sig->fn,
@@ -193,7 +195,13 @@ static CUresult patch_kernel(struct chunk_graph *g, uint32_t index, const struct
 	void **params = param_ptrs(op, inline_params);
 	if (!params)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* The node as captured (function, context), with this launch's shape and parameters: the
+	 * shape moves with the arguments (sig.h), the captured one may be another launch's. */
+	struct cg_launch_shape sh = cg_op_shape(op->args);
 	CUDA_KERNEL_NODE_PARAMS p = g->kp[index];
+	p.gridDimX = sh.grid[0], p.gridDimY = sh.grid[1], p.gridDimZ = sh.grid[2];
+	p.blockDimX = sh.block[0], p.blockDimY = sh.block[1], p.blockDimZ = sh.block[2];
+	p.sharedMemBytes = sh.shmem;
 	p.kernelParams = l->n ? params : NULL;
 	p.extra = NULL;
 	CUresult r = CG_REAL(cuGraphExecKernelNodeSetParams_v2)(g->exec, g->nodes[index], &p);

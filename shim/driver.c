@@ -33,7 +33,6 @@ static const bool entry_is_pure[CG_E_COUNT] = {
 };
 
 void *cg_real[CG_E_COUNT];
-_Atomic uint64_t cg_entry_calls[CG_E_COUNT];
 
 /* --- real pointer -> handed-out pointer ---------------------------------------------------- */
 /* Open addressing, insert-only, lock-free reads: a slot's value is written before its key is

@@ -47,8 +47,6 @@ extern const char *const cg_entry_name[CG_E_COUNT];
 extern void *const cg_wrapper[CG_E_COUNT];
 /* Real libcuda pointers, filled once by cg_driver_init(); NULL where the driver lacks one. */
 extern void *cg_real[CG_E_COUNT];
-/* Calls of each wrapped entry point (for the report). */
-extern _Atomic uint64_t cg_entry_calls[CG_E_COUNT];
 
 /* The real pointer of a list entry, typed after its cuda.h prototype. */
 #define CG_REAL(name) ((__typeof__(&name))cg_real[CG_E_##name])

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backtrace.h"
+#include "counts.h"
 #include "driver.h"
 #include "events.h"
 #include "floor.h"
@@ -16,17 +17,15 @@
 #include "sig.h"
 #include "policy/control.h"
 
-_Atomic uint64_t cg_events_boundaries[CG_R_COUNT], cg_events_bypassed[CG_R_COUNT];
-
 void cg_events_boundary(enum cg_reason why)
 {
-	atomic_fetch_add_explicit(&cg_events_boundaries[why], 1, memory_order_relaxed);
+	cg_count(CG_COUNT_BOUNDARY + why);
 	cg_floor_boundary(why);
 }
 
 void cg_events_bypass(enum cg_reason why)
 {
-	atomic_fetch_add_explicit(&cg_events_bypassed[why], 1, memory_order_relaxed);
+	cg_count(CG_COUNT_BYPASS + why);
 }
 
 static const char *kind_name(uint32_t k)
@@ -50,14 +49,15 @@ static void json_op(struct cg_json *j, const char *key, const struct cg_op *op)
 	cg_json_str(j, "kind", kind_name(s->kind));
 	if (op->name)
 		cg_json_str(j, "kernel", op->name);
-	if (s->kind == CG_K_KERNEL) {
+	if (s->kind == CG_K_KERNEL && op->args_len >= CG_ARGS_PARAMS) {
+		struct cg_launch_shape sh = cg_op_shape(op->args);
 		char dims[96];
-		snprintf(dims, sizeof(dims), "(%u,%u,%u)x(%u,%u,%u)", s->grid[0], s->grid[1], s->grid[2],
-		         s->block[0], s->block[1], s->block[2]);
+		snprintf(dims, sizeof(dims), "(%u,%u,%u)x(%u,%u,%u)", sh.grid[0], sh.grid[1], sh.grid[2],
+		         sh.block[0], sh.block[1], sh.block[2]);
 		cg_json_str(j, "launch", dims);
-		cg_json_uint(j, "shared_mem", s->shmem);
+		cg_json_uint(j, "shared_mem", sh.shmem);
 		cg_json_uint(j, "attributes", s->nattrs);
-		cg_json_uint(j, "param_bytes", op->args_len);
+		cg_json_uint(j, "param_bytes", op->args_len - CG_ARGS_PARAMS);
 	} else {
 		cg_json_uint(j, s->kind == CG_K_COPY ? "bytes" : "count", s->b);
 	}
@@ -77,6 +77,8 @@ static void json_decision(const struct cg_event *ev)
 	cg_json_uint(j, "op_index", ev->op_index);
 	cg_json_str(j, "decision", d->defer ? "graphs" : "eager");
 	cg_json_bool(j, "changed", d->flipped);
+	/* the probe favoured the other mode, not clearly: kept until the next probe agrees */
+	cg_json_bool(j, "doubted", d->doubted);
 	cg_json_double(j, "eager_ns_per_op", d->eager_ns);
 	cg_json_double(j, "graphed_ns_per_op", d->graph_ns);
 	cg_json_uint(j, "eager_epochs", d->eager_samples);

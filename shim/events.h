@@ -16,8 +16,6 @@ void cg_events_boundary(enum cg_reason why);
 /* An op that ran eagerly without reaching the engine (ungraphable, out of scope, per-thread
  * stream, inside the program's capture): counted with the engine's fallbacks in the summary. */
 void cg_events_bypass(enum cg_reason why);
-/* The counts of the two above, by reason. */
-extern _Atomic uint64_t cg_events_boundaries[CG_R_COUNT], cg_events_bypassed[CG_R_COUNT];
 /* A stream of context `ctx` was seen: its device is named in the summary's `devices` (the
  * header is written before the program picks a device). */
 void cg_events_device(CUcontext ctx);

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "context.h"
+#include "counts.h"
 #include "driver.h"
 #include "report.h"
 #include "shim.h"
@@ -16,7 +17,7 @@ static bool active(void)
 	return !cg_shim_passthrough() && cg_driver_ready();
 }
 
-#define COUNT(n) atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##n], 1, memory_order_relaxed)
+#define COUNT(n) cg_count(CG_COUNT_ENTRY + CG_E_##n)
 
 /* --- the program's own stream captures: its launches pass through while any is open ------- */
 static CUresult capture_begun(CUresult r)
@@ -81,7 +82,7 @@ CG_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 static CUresult stream_destroy(enum cg_entry entry, CUstream hStream)
 {
 	if (active()) {
-		atomic_fetch_add_explicit(&cg_entry_calls[entry], 1, memory_order_relaxed);
+		cg_count(CG_COUNT_ENTRY + entry);
 		cg_stream_forget(hStream);
 	}
 	return ((__typeof__(&cuStreamDestroy_v2))cg_real[entry])(hStream);
@@ -90,7 +91,7 @@ static CUresult stream_destroy(enum cg_entry entry, CUstream hStream)
 static CUresult ctx_destroy(enum cg_entry entry, CUcontext ctx)
 {
 	if (active()) {
-		atomic_fetch_add_explicit(&cg_entry_calls[entry], 1, memory_order_relaxed);
+		cg_count(CG_COUNT_ENTRY + entry);
 		cg_stream_forget_ctx(ctx, CG_R_MODULE);
 	}
 	return ((__typeof__(&cuCtxDestroy_v2))cg_real[entry])(ctx);
@@ -99,7 +100,7 @@ static CUresult ctx_destroy(enum cg_entry entry, CUcontext ctx)
 static CUresult primary_reset(enum cg_entry entry, CUdevice dev)
 {
 	if (active()) {
-		atomic_fetch_add_explicit(&cg_entry_calls[entry], 1, memory_order_relaxed);
+		cg_count(CG_COUNT_ENTRY + entry);
 		CUcontext ctx = NULL;
 		if (CG_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) == CUDA_SUCCESS) {
 			cg_stream_forget_ctx(ctx, CG_R_MODULE);
@@ -114,7 +115,7 @@ static CUresult primary_release(enum cg_entry entry, CUdevice dev)
 	CUresult (*real)(CUdevice) = (__typeof__(&cuDevicePrimaryCtxRelease_v2))cg_real[entry];
 	if (!active())
 		return real(dev);
-	atomic_fetch_add_explicit(&cg_entry_calls[entry], 1, memory_order_relaxed);
+	cg_count(CG_COUNT_ENTRY + entry);
 	/* Whether this release is the last one is not observable beforehand: flush everything, and
 	 * forget the context's streams if it is gone afterwards (its graphs went with it). */
 	cg_boundary_all(CG_R_MODULE);

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
+#include "counts.h"
 #include "driver.h"
 #include "events.h"
 #include "floor.h"
@@ -139,8 +140,32 @@ static int pack_args(const struct cg_layout *l, void **params, void **extra, uns
 	return (int)l->size;
 }
 
+/* A shape every device refuses (a zero or too large dimension, a grid that is no multiple of
+ * the launch's cluster dimension): the launch goes to the driver as the program made it, so that
+ * the program gets the error. Deferred, it would only fail in a graph patch or capture, where
+ * the failure reaches nobody. Limits of the function or the device (its threads per block,
+ * shared memory beyond its attribute, cluster dimensions compiled into it) are left to the
+ * driver. */
+static bool shape_valid(const unsigned grid[3], const unsigned block[3], const struct cg_sig *sig)
+{
+	if (!grid[0] || !grid[1] || !grid[2] || grid[0] > 0x7fffffffu || grid[1] > 65535 ||
+	    grid[2] > 65535 || !block[0] || !block[1] || !block[2] || block[0] > 1024 ||
+	    block[1] > 1024 || block[2] > 64 || (uint64_t)block[0] * block[1] * block[2] > 1024)
+		return false;
+	for (uint32_t i = 0; i < sig->nattrs; i++) {
+		if (sig->attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			continue;
+		const unsigned c[3] = { sig->attrs[i].value.clusterDim.x, sig->attrs[i].value.clusterDim.y,
+		                        sig->attrs[i].value.clusterDim.z };
+		for (int d = 0; d < 3; d++)
+			if (!c[d] || grid[d] % c[d])
+				return false;
+	}
+	return true;
+}
+
 /* Builds the op of a kernel launch; else why it cannot be graphed (then it is a boundary:
- * it must run after the pending work of its stream). */
+ * it must run after the pending work of its stream). buf: CG_ARGS_PARAMS + ARGS_INLINE bytes. */
 static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, CUfunction f,
                       const unsigned grid[3], const unsigned block[3], unsigned shmem,
                       const CUlaunchAttribute *attrs, unsigned nattrs, void **params, void **extra)
@@ -154,22 +179,22 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	if (!l->in_scope)
 		return CG_R_SCOPE;
 	sig->kind = CG_K_KERNEL;
-	sig->shmem = shmem;
 	sig->fn = (uint64_t)(uintptr_t)f;
-	memcpy(sig->grid, grid, sizeof(sig->grid));
-	memcpy(sig->block, block, sizeof(sig->block));
 	sig->layout = l;
 	sig->a = sig->b = 0;
-	sig->pad = 0;
-	if (!pack_attrs(sig, attrs, nattrs))
+	if (!pack_attrs(sig, attrs, nattrs) || !shape_valid(grid, block, sig))
 		return CG_R_UNGRAPHABLE;
-	int n = pack_args(l, params, extra, buf);
+	struct cg_launch_shape sh = { .shmem = shmem };
+	memcpy(sh.grid, grid, sizeof(sh.grid));
+	memcpy(sh.block, block, sizeof(sh.block));
+	memcpy(buf, &sh, sizeof(sh));
+	int n = pack_args(l, params, extra, buf + CG_ARGS_PARAMS);
 	if (n < 0)
 		return CG_R_UNGRAPHABLE;
 	op->sig = sig;
 	op->sig_len = cg_sig_len(sig);
 	op->args = buf;
-	op->args_len = (uint32_t)n;
+	op->args_len = CG_ARGS_PARAMS + (uint32_t)n;
 	op->hash = cg_sig_stable_hash(sig);
 	op->name = l->name;
 	return CG_R_NONE;
@@ -182,7 +207,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		cg_tl_forwarding--;                                                             \
 		return r_;                                                                      \
 	}                                                                                       \
-	atomic_fetch_add_explicit(&cg_entry_calls[CG_E_##entry], 1, memory_order_relaxed);      \
+	cg_count(CG_COUNT_ENTRY + CG_E_##entry);                                               \
 	cg_tl_api = #entry;                                                                     \
 	struct cg_sstate *s_ = cg_stream_get(h, ptsz);                                          \
 	if (!s_ || why != CG_R_NONE) {                                                          \
@@ -209,7 +234,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	{                                                                                       \
 		struct cg_op op;                                                                \
 		struct cg_sig sig;                                                              \
-		unsigned char buf[ARGS_INLINE];                                                 \
+		unsigned char buf[CG_ARGS_PARAMS + ARGS_INLINE];                                \
 		enum cg_reason why = CG_R_UNGRAPHABLE;                                          \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		if (!cg_shim_passthrough() && cg_driver_ready()) {                              \
@@ -225,7 +250,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	{                                                                                       \
 		struct cg_op op;                                                                \
 		struct cg_sig sig;                                                              \
-		unsigned char buf[ARGS_INLINE];                                                 \
+		unsigned char buf[CG_ARGS_PARAMS + ARGS_INLINE];                                \
 		enum cg_reason why = CG_R_UNGRAPHABLE;                                          \
 		CUstream h = c ? c->hStream : NULL;                                             \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \

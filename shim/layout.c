@@ -126,7 +126,7 @@ static int by_offset(const void *a, const void *b)
  * order already; sorting a copy keeps this right when they are not. */
 static void find_gaps(struct cg_layout *l, struct cg_layout_gap *gaps)
 {
-	static _Thread_local struct cg_layout_gap sorted[MAX_PARAMS];
+	static struct cg_layout_gap sorted[MAX_PARAMS]; /* guarded by lock, as below */
 	for (uint32_t i = 0; i < l->n; i++)
 		sorted[i] = (struct cg_layout_gap){ l->p[i].off, l->p[i].size };
 	qsort(sorted, l->n, sizeof(sorted[0]), by_offset);
@@ -141,9 +141,10 @@ static void find_gaps(struct cg_layout *l, struct cg_layout_gap *gaps)
 	l->gaps = gaps;
 }
 
+/* Called with the lock held: its 8 KiB of scratch are shared, not per thread. */
 static const struct cg_layout *ask_driver(CUfunction f)
 {
-	static _Thread_local uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
+	static uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
 	if (!cg_real[CG_E_cuFuncGetParamInfo] || !cg_real[CG_E_cuKernelGetParamInfo])
 		return &unknown_layout;
 	if (!counts_resolved) {

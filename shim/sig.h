@@ -1,5 +1,6 @@
 /* How the shim packs an op for the policy engine (policy/op.h): the signature bytes (what a
- * graph node must share to be reused) and the argument bytes (what is patched per launch). */
+ * graph node must share to be reused) and the argument bytes (what is patched per launch; for a
+ * kernel its launch shape, then its parameters). */
 #ifndef CG_SHIM_SIG_H
 #define CG_SHIM_SIG_H
 
@@ -32,17 +33,44 @@ struct cg_layout {
 
 #define CG_MAX_ATTRS 8
 
+/* No padding anywhere: signatures are compared and hashed as bytes. */
 struct cg_sig {
 	uint32_t kind;
-	uint32_t shmem;
+	uint32_t nattrs;
 	uint64_t fn;                    /* CUfunction / CUkernel */
-	uint32_t grid[3], block[3];
 	const struct cg_layout *layout; /* kernels */
 	uint64_t a, b;                  /* memset: -, count; copy: -, bytes (the rest is in args:
 	                                   {destination, value} / {destination, source}) */
-	uint32_t nattrs, pad;
-	CUlaunchAttribute attrs[CG_MAX_ATTRS]; /* normalised: unused bytes zero */
+	CUlaunchAttribute attrs[CG_MAX_ATTRS]; /* normalised: unused bytes zero. Cluster dimensions
+	                                          among them: a node keeps its attributes when it is
+	                                          updated, so they must match */
 };
+
+/* A kernel op's argument bytes start with its launch shape; its parameters follow at
+ * CG_ARGS_PARAMS. cuGraphExecKernelNodeSetParams sets grid, block and dynamic shared memory of
+ * an instantiated node like its parameters, so a shape that changes between iterations (a
+ * growing concatenation in a decoding loop, a sequence length) is patched into the graph, not a
+ * divergence that drops the chunk. */
+struct cg_launch_shape {
+	uint32_t grid[3], block[3], shmem;
+	uint32_t zero; /* always 0: pads the shape to whole 8-byte words */
+};
+/* The policy tracks changed arguments per 8-byte word: the parameters keep their word
+ * boundaries behind the shape, so a moving pointer still changes one word. */
+#define CG_ARGS_PARAMS ((uint32_t)sizeof(struct cg_launch_shape))
+_Static_assert(sizeof(struct cg_launch_shape) % 8 == 0, "the shape must be whole 8-byte words");
+
+/* Kernel ops only. Argument bytes come back from the policy at any alignment: memcpy. */
+static inline struct cg_launch_shape cg_op_shape(const void *args)
+{
+	struct cg_launch_shape sh;
+	memcpy(&sh, args, sizeof(sh));
+	return sh;
+}
+static inline const char *cg_op_params(const void *args)
+{
+	return (const char *)args + CG_ARGS_PARAMS;
+}
 
 static inline uint32_t cg_sig_len(const struct cg_sig *s)
 {

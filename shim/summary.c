@@ -7,6 +7,7 @@
 
 #include "audit.h"
 #include "checks.h"
+#include "counts.h"
 #include "driver.h"
 #include "events.h"
 #include "floor.h"
@@ -107,7 +108,7 @@ void cg_events_summary(void)
 	if (cg_shim.engine)
 		cg_engine_stats(cg_shim.engine, &st);
 	for (int r = 0; r < CG_R_COUNT; r++) {
-		uint64_t n = atomic_load(&cg_events_bypassed[r]);
+		uint64_t n = cg_count_total(CG_COUNT_BYPASS + r);
 		st.ops += n;
 		st.ops_eager += n;
 		st.fallbacks[r] += n;
@@ -117,7 +118,7 @@ void cg_events_summary(void)
 	uint64_t launches = 0;
 	for (int e = 0; e < CG_E_COUNT; e++)
 		if (strncmp(cg_entry_name[e], "cuLaunchKernel", 14) == 0)
-			launches += atomic_load(&cg_entry_calls[e]);
+			launches += cg_count_total(CG_COUNT_ENTRY + e);
 	cg_json_uint(&j, "launches", launches);
 	/* The engine's counters and their ratios (policy/stats.def). */
 #define CG_STAT(field, key, doc) if (key) cg_json_uint(&j, key, st.field);
@@ -141,13 +142,13 @@ void cg_events_summary(void)
 	cg_json_obj_end(&j);
 	cg_json_obj(&j, "boundaries");
 	for (int r = 1; r < CG_R_COUNT; r++)
-		if (atomic_load(&cg_events_boundaries[r]))
-			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), atomic_load(&cg_events_boundaries[r]));
+		if (cg_count_total(CG_COUNT_BOUNDARY + r))
+			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), cg_count_total(CG_COUNT_BOUNDARY + r));
 	cg_json_obj_end(&j);
 	cg_json_obj(&j, "entry_points");
 	for (int e = 0; e < CG_E_COUNT; e++)
-		if (atomic_load(&cg_entry_calls[e]))
-			cg_json_uint(&j, cg_entry_name[e], atomic_load(&cg_entry_calls[e]));
+		if (cg_count_total(CG_COUNT_ENTRY + e))
+			cg_json_uint(&j, cg_entry_name[e], cg_count_total(CG_COUNT_ENTRY + e));
 	cg_json_obj_end(&j);
 #ifdef CG_HAVE_NCCL
 	cg_nccl_json(&j);

@@ -19,7 +19,9 @@ enum cg_api {
 struct cg_counters {
   atomic_ullong kernels_run, launch_eager, graph_launches, graph_nodes_run, captured_nodes,
                 memops_run, faults_injected,
-                query_errors;  /* function/kernel queries answered with an error */
+                query_errors,   /* function/kernel queries answered with an error */
+                launch_shapes;  /* sum over kernels run of a hash of (kernel, cg_shape): two runs
+                                   sum equally when the same kernels ran with the same shapes */
 };
 extern struct cg_counters cg_count;
 
@@ -46,7 +48,10 @@ extern _Thread_local bool cg_tl_ptsz;
 /* The same for an `api@capture` FAKECUDA_FAIL rule, at the point the entry point this thread
  * entered adds a node to a capturing stream. */
 CUresult cg_enter_capture(void);
-void cg_log_run(const char *kernel_name);
+/* The launch shape a kernel runs with: what device code reads as gridDim and blockDim, and its
+ * dynamic shared memory. */
+struct cg_shape { unsigned grid[3], block[3], shmem; };
+void cg_log_run(const char *kernel_name, const struct cg_shape *shape);
 bool cg_initialized(void);  /* cuInit has succeeded */
 
 /* One lock for all object state; kernels themselves run outside it (except inside a graph
@@ -54,6 +59,8 @@ bool cg_initialized(void);  /* cuInit has succeeded */
 extern pthread_mutex_t cg_lock;
 
 /* ---- built-in kernels ---- */
+/* The running kernel's shape, as CUDA's gridDim/blockDim built-ins (set around each run). */
+extern _Thread_local struct cg_shape cg_tl_shape;
 #define CG_MAX_PARAMS 4
 struct cg_kernel_def {
   const char *name;
@@ -104,6 +111,12 @@ struct cg_node {
     struct { CUhostFn fn; void *data; } host;  /* a captured cuLaunchHostFunc */
   } u;
 };
+/* What the real driver refuses at launch, capture or node update: a zero or too large
+ * dimension, a block beyond the function's threads per block, dynamic shared memory above 48 KiB
+ * beyond the function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, a grid that is no
+ * multiple of the launch's cluster dimension (attrs, may be NULL). */
+CUresult cg_shape_check(CUfunction f, const struct cg_shape *shape, const CUlaunchAttribute *attrs,
+                        unsigned nattrs);
 /* Fills a kernel node from a launch handle and program arguments (kernelParams or extra). */
 CUresult cg_node_set_kernel(struct cg_node *n, CUfunction f, const unsigned grid[3],
                             const unsigned block[3], unsigned shmem, void **params, void **extra);

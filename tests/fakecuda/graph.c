@@ -110,13 +110,18 @@ CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph)
   return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult kernel_node(struct cg_node *n, const CUDA_KERNEL_NODE_PARAMS *p)
+/* A kernel node from node parameters, refused as a launch with that shape and the node's
+ * launch attributes (attrs: those of the node being updated, or none) would be. */
+static CUresult kernel_node(struct cg_node *n, const CUDA_KERNEL_NODE_PARAMS *p,
+                            const CUlaunchAttribute *attrs, unsigned nattrs)
 {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   CUfunction f = p->func ? p->func : (CUfunction)p->kern;  /* kern only counts without func */
-  return cg_node_set_kernel(n, f, (const unsigned[3]){ p->gridDimX, p->gridDimY, p->gridDimZ },
-                            (const unsigned[3]){ p->blockDimX, p->blockDimY, p->blockDimZ },
-                            p->sharedMemBytes, p->kernelParams, p->extra);
+  struct cg_shape shape = { { p->gridDimX, p->gridDimY, p->gridDimZ },
+                            { p->blockDimX, p->blockDimY, p->blockDimZ }, p->sharedMemBytes };
+  CUresult r = cg_shape_check(f, &shape, attrs, nattrs);
+  if (r != CUDA_SUCCESS) return r;
+  return cg_node_set_kernel(n, f, shape.grid, shape.block, shape.shmem, p->kernelParams, p->extra);
 }
 
 CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -125,7 +130,7 @@ CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGrap
   CG_ENTER(cuGraphAddKernelNode_v2);
   if (!phGraphNode || (numDependencies && !dependencies)) return CUDA_ERROR_INVALID_VALUE;
   struct cg_node n;
-  CUresult r = kernel_node(&n, nodeParams);
+  CUresult r = kernel_node(&n, nodeParams, NULL, 0);
   if (r != CUDA_SUCCESS) return r;
   pthread_mutex_lock(&cg_lock);
   struct cg_graph *g = graph_get(hGraph);
@@ -241,11 +246,22 @@ CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgra
                                                    const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
   CG_ENTER(cuGraphExecKernelNodeSetParams_v2);
-  struct cg_node fresh;
-  CUresult r = kernel_node(&fresh, nodeParams);
-  if (r != CUDA_SUCCESS) return r;
+  /* The node keeps its launch attributes: a new grid must still fit its cluster dimension. */
+  CUlaunchAttribute attrs[4];
+  unsigned nattrs = 0;
   pthread_mutex_lock(&cg_lock);
   struct cg_node *n = exec_node(hGraphExec, hNode, CG_NODE_KERNEL);
+  if (n) {
+    nattrs = n->u.k.nattrs;
+    memcpy(attrs, n->u.k.attrs, sizeof attrs);
+  }
+  pthread_mutex_unlock(&cg_lock);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  struct cg_node fresh;
+  CUresult r = kernel_node(&fresh, nodeParams, attrs, nattrs);
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&cg_lock);
+  n = exec_node(hGraphExec, hNode, CG_NODE_KERNEL);
   if (n) {
     fresh.u.k.nattrs = n->u.k.nattrs;  /* launch attributes belong to the node, not the params */
     memcpy(fresh.u.k.attrs, n->u.k.attrs, sizeof fresh.u.k.attrs);

@@ -57,6 +57,31 @@ static void k_big_arg(void *const *args)
   *out = (*out * 31) ^ sum;
 }
 
+/* A kernel whose work is its launch shape, like one giving each block one row of a growing
+ * concatenation: every thread of the grid adds a term of its position, thread 0 of block 0 the
+ * dynamic shared memory's size. A run with any other grid, block or shared memory sums
+ * differently. */
+static void k_grid_sum(void *const *args)
+{
+  unsigned long long *out = ARG(unsigned long long *, 0), sum = 0;
+  const unsigned *in = ARG(const unsigned *, 1);
+  const struct cg_shape *s = &cg_tl_shape;
+  unsigned long long threads = (unsigned long long)s->block[0] * s->block[1] * s->block[2];
+  for (unsigned bz = 0; bz < s->grid[2]; bz++)
+    for (unsigned by = 0; by < s->grid[1]; by++)
+      for (unsigned bx = 0; bx < s->grid[0]; bx++)
+        for (unsigned tz = 0; tz < s->block[2]; tz++)
+          for (unsigned ty = 0; ty < s->block[1]; ty++)
+            for (unsigned tx = 0; tx < s->block[0]; tx++) {
+              unsigned long long b = bx + s->grid[0] * (by + (unsigned long long)s->grid[1] * bz);
+              unsigned long long t = tx + s->block[0] * (ty + (unsigned long long)s->block[1] * tz);
+              unsigned long long i = b * threads + t;
+              sum += (in[i] + 1ULL) * (i + 1) + t * 1000003ULL + by * 31 + bz * 37 + ty * 41 +
+                     tz * 43;
+            }
+  *out += sum + s->shmem * 7919ULL;
+}
+
 /* Offsets are filled in by layout(): natural alignment, as nvcc lays out kernel parameters. */
 #define K(name_, run_, nparams_, ...) { .name = name_, .run = run_, .nparams = nparams_, .size = { __VA_ARGS__ } }
 static struct cg_kernel_def defs[] = {
@@ -67,6 +92,7 @@ static struct cg_kernel_def defs[] = {
   K("cg_step_mix", k_step_mix, 3, 8, 4, 8),
   K("cg_set_flag", k_set_flag, 2, 8, 4),
   K("cg_big_arg", k_big_arg, 2, sizeof(struct big_arg), 8),
+  K("cg_grid_sum", k_grid_sum, 2, 8, 8),
 };
 #undef K
 #define NDEFS (sizeof defs / sizeof defs[0])

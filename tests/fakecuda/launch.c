@@ -27,11 +27,58 @@ static CUresult gather(const struct cg_kernel_def *def, void **params, void **ex
   return CUDA_SUCCESS;
 }
 
-static void run_kernel(const struct cg_kernel_def *def, void *const *args)
+_Thread_local struct cg_shape cg_tl_shape;
+
+static unsigned long long shape_hash(const char *name, const struct cg_shape *shape)
 {
+  unsigned long long h = 14695981039346656037ULL;
+  for (const char *c = name; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+  for (int i = 0; i < 3; i++)
+    h = ((h ^ shape->grid[i]) * 1099511628211ULL ^ shape->block[i]) * 1099511628211ULL;
+  h = (h ^ shape->shmem) * 1099511628211ULL;
+  return h ^ (h >> 29);
+}
+
+static void run_kernel(const struct cg_kernel_def *def, void *const *args,
+                       const struct cg_shape *shape)
+{
+  cg_tl_shape = *shape;
   def->run(args);
   atomic_fetch_add_explicit(&cg_count.kernels_run, 1, memory_order_relaxed);
-  cg_log_run(def->name);
+  atomic_fetch_add_explicit(&cg_count.launch_shapes, shape_hash(def->name, shape),
+                            memory_order_relaxed);
+  cg_log_run(def->name, shape);
+}
+
+static const struct cg_func *func_of(CUfunction f)
+{
+  const struct cg_func *x = (const struct cg_func *)f;
+  return x && (x->magic == CG_FUNC || x->magic == CG_KERNEL) ? x : NULL;
+}
+
+CUresult cg_shape_check(CUfunction f, const struct cg_shape *shape, const CUlaunchAttribute *attrs,
+                        unsigned nattrs)
+{
+  const struct cg_func *x = func_of(f);
+  if (!x) return CUDA_ERROR_INVALID_HANDLE;
+  const unsigned *g = shape->grid, *b = shape->block;
+  if (!g[0] || !g[1] || !g[2] || !b[0] || !b[1] || !b[2] || g[0] > 0x7fffffffu ||
+      g[1] > 65535 || g[2] > 65535 || b[0] > 1024 || b[1] > 1024 || b[2] > 64)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&cg_lock);
+  unsigned max_threads = (unsigned)x->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+  unsigned max_shmem = (unsigned)x->attr[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES];
+  pthread_mutex_unlock(&cg_lock);
+  if ((unsigned long long)b[0] * b[1] * b[2] > max_threads) return CUDA_ERROR_INVALID_VALUE;
+  if (shape->shmem > 48 * 1024 && shape->shmem > max_shmem) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; attrs && i < nattrs; i++) {
+    if (attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) continue;
+    const unsigned c[3] = { attrs[i].value.clusterDim.x, attrs[i].value.clusterDim.y,
+                            attrs[i].value.clusterDim.z };
+    for (int d = 0; d < 3; d++)
+      if (!c[d] || g[d] % c[d]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult cg_node_set_kernel(struct cg_node *n, CUfunction f, const unsigned grid[3],
@@ -71,9 +118,13 @@ void cg_node_clear(struct cg_node *n)
 void cg_node_run(const struct cg_node *n)
 {
   switch (n->kind) {
-  case CG_NODE_KERNEL:
-    run_kernel(n->u.k.def, n->u.k.args);
+  case CG_NODE_KERNEL: {
+    struct cg_shape shape = { .shmem = n->u.k.shmem };
+    memcpy(shape.grid, n->u.k.grid, sizeof shape.grid);
+    memcpy(shape.block, n->u.k.block, sizeof shape.block);
+    run_kernel(n->u.k.def, n->u.k.args, &shape);
     break;
+  }
   case CG_NODE_MEMSET:
     for (size_t row = 0; row < n->u.set.height; row++)
       cg_memset(n->u.set.dst + row * n->u.set.pitch, n->u.set.value, n->u.set.elem, n->u.set.width);
@@ -99,9 +150,11 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
   const struct cg_kernel_def *def = cg_launch_def(f);
   struct cg_stream *s = cg_stream_get(hStream);
   if (!def || !s) return CUDA_ERROR_INVALID_HANDLE;
-  for (int i = 0; i < 3; i++)
-    if (!grid[i] || !block[i]) return CUDA_ERROR_INVALID_VALUE;
   if (nattrs && !attrs) return CUDA_ERROR_INVALID_VALUE;
+  struct cg_shape shape = { .shmem = shmem };
+  memcpy(shape.grid, grid, sizeof shape.grid);
+  memcpy(shape.block, block, sizeof shape.block);
+  if ((r = cg_shape_check(f, &shape, attrs, nattrs)) != CUDA_SUCCESS) return r;
   if (cg_capturing(s)) {
     struct cg_node n;
     if ((r = cg_node_set_kernel(&n, f, grid, block, shmem, params, extra)) != CUDA_SUCCESS)
@@ -114,7 +167,7 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
   void *args[CG_MAX_PARAMS];
   if ((r = gather(def, params, extra, args)) != CUDA_SUCCESS) return r;
   atomic_fetch_add_explicit(&cg_count.launch_eager, 1, memory_order_relaxed);
-  run_kernel(def, args);
+  run_kernel(def, args, &shape);
   cg_gpu_run(s, 1, false);
   return CUDA_SUCCESS;
 }

@@ -106,9 +106,15 @@ CUresult cg_enter_capture(void)
   return injected(entered, nth, true);
 }
 
-void cg_log_run(const char *kernel_name)
+/* "run NAME (gx,gy,gz)x(bx,by,bz)+SHMEM": the shape is part of what ran. */
+void cg_log_run(const char *kernel_name, const struct cg_shape *shape)
 {
-  if (log_fd >= 0) log_line("run ", kernel_name);
+  if (log_fd < 0) return;
+  char what[128];
+  snprintf(what, sizeof what, "%s (%u,%u,%u)x(%u,%u,%u)+%u", kernel_name, shape->grid[0],
+           shape->grid[1], shape->grid[2], shape->block[0], shape->block[1], shape->block[2],
+           shape->shmem);
+  log_line("run ", what);
 }
 
 struct stat_line { char text[96]; };
@@ -131,6 +137,7 @@ void fakecuda_write_stats(void)
     { "graph_launches", &cg_count.graph_launches }, { "graph_nodes_run", &cg_count.graph_nodes_run },
     { "captured_nodes", &cg_count.captured_nodes }, { "memops_run", &cg_count.memops_run },
     { "faults_injected", &cg_count.faults_injected }, { "query_errors", &cg_count.query_errors },
+    { "launch_shapes", &cg_count.launch_shapes },
   };
   for (unsigned i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     snprintf(lines[n++].text, sizeof lines[0].text, "%s %llu\n", fixed[i].name,

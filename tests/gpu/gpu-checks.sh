@@ -129,8 +129,8 @@ print(", ".join("%s %s %s %s" % (v["vote"], v["api"], v["outcome"], v["reason"])
 fi
 if want conf; then
   # conformance programs (CPU twins in the cpu suite): events, host functions, uploads, shapes,
-  # legacy-stream ordering, fork, a crash mid-iteration
-  for c in events hostfunc uploads shapes legacy fork crash; do
+  # launch shapes changing every iteration, legacy-stream ordering, fork, a crash mid-iteration
+  for c in events hostfunc uploads shapes grow legacy fork crash; do
     [ -x "$progs/conf_$c" ] || continue
     SHIM_ENV="CUGRAFT_AUDIT=1" run conf_$c "$progs/conf_$c"; compare_exit conf_$c
   done

@@ -1,5 +1,6 @@
 /* fakecheck: checks of the CPU fake driver itself, run by fake-selftest: a capture -> graph ->
- * patch -> launch round trip, parameter layouts, cuGetProcAddress resolution and FAKECUDA_FAIL.
+ * patch -> launch round trip, launch shapes in graphs, parameter layouts, cuGetProcAddress
+ * resolution and FAKECUDA_FAIL.
  * Sets FAKECUDA_FAIL before its first driver call. Prints each failed check; exit 1 on any. */
 #include "prog.h"
 #include <dlfcn.h>
@@ -102,6 +103,95 @@ static void graph_round_trip(CUmodule mod)
   CK(cuGraphDestroy(empty));
 }
 
+/* cg_grid_sum once with grid 3: eagerly ("eager"), or as a graph captured with grid 2 and
+ * launched as it is ("stale") or with its node updated to grid 3 ("patched"). Returns what it
+ * summed. A stale shape must change both the result and the fake's record of what ran
+ * (fake-selftest compares FAKECUDA_STATS' launch_shapes of the three). */
+static unsigned long long grid_sum_once(CUmodule mod, const char *how)
+{
+  CUfunction sum = prog_fn(mod, "cg_grid_sum");
+  CUstream s;
+  CUdeviceptr out, in;
+  CK(cuStreamCreate(&s, 0));
+  CK(cuMemAlloc(&out, 8));
+  CK(cuMemAlloc(&in, 3 * 64 * sizeof(unsigned)));
+  CK(cuMemsetD8(out, 0, 8));
+  CK(cuMemsetD32(in, 5, 3 * 64));
+  void *p[] = { &out, &in };
+  if (strcmp(how, "eager") == 0) {
+    CK(cuLaunchKernel(sum, 3, 1, 1, 64, 1, 1, 0, s, p, NULL));
+  } else {
+    CUstreamCaptureStatus status;
+    const CUgraphNode *deps;
+    size_t ndeps;
+    CUgraph g;
+    CUgraphExec exec;
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CK(cuLaunchKernel(sum, 2, 1, 1, 64, 1, 1, 0, s, p, NULL));
+    CK(cuStreamGetCaptureInfo(s, &status, NULL, NULL, &deps, NULL, &ndeps));
+    CUgraphNode node = deps[0];
+    CK(cuStreamEndCapture(s, &g));
+    CK(cuGraphInstantiate(&exec, g, 0));
+    if (strcmp(how, "patched") == 0) {
+      CUDA_KERNEL_NODE_PARAMS kp;
+      CK(cuGraphKernelNodeGetParams(node, &kp));
+      kp.gridDimX = 3;
+      CK(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+    }
+    CK(cuGraphLaunch(exec, s));
+  }
+  unsigned long long host;
+  CK(cuMemcpyDtoH(&host, out, 8));
+  return host;
+}
+
+/* What a shape update may not do, refused as the real driver refuses it: a block beyond the
+ * function's threads per block, dynamic shared memory above 48 KiB the function was not allowed,
+ * a grid no multiple of the node's cluster dimension. */
+static void shape_updates(CUmodule mod)
+{
+  CHECK(grid_sum_once(mod, "eager") == grid_sum_once(mod, "patched"));
+  CHECK(grid_sum_once(mod, "eager") != grid_sum_once(mod, "stale"));
+  CUfunction sum = prog_fn(mod, "cg_grid_sum");
+  CUstream s;
+  CUdeviceptr out, in;
+  CK(cuStreamCreate(&s, 0));
+  CK(cuMemAlloc(&out, 8));
+  CK(cuMemAlloc(&in, 8 * 64 * sizeof(unsigned)));
+  void *p[] = { &out, &in };
+  CHECK(cuLaunchKernel(sum, 1, 1, 1, 1025, 1, 1, 0, s, p, NULL) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuLaunchKernel(sum, 1, 1, 1, 64, 1, 1, 64 << 10, s, p, NULL) == CUDA_ERROR_INVALID_VALUE);
+  CUlaunchAttribute cluster = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+  cluster.value.clusterDim.x = 2;
+  cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+  CUlaunchConfig c = { .gridDimX = 4, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 64,
+                       .blockDimY = 1, .blockDimZ = 1, .hStream = s, .attrs = &cluster,
+                       .numAttrs = 1 };
+  CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  CK(cuLaunchKernelEx(&c, sum, p, NULL));
+  CUstreamCaptureStatus status;
+  const CUgraphNode *deps;
+  size_t ndeps;
+  CK(cuStreamGetCaptureInfo(s, &status, NULL, NULL, &deps, NULL, &ndeps));
+  CUgraphNode node = deps[0];
+  CUgraph g;
+  CUgraphExec exec;
+  CK(cuStreamEndCapture(s, &g));
+  CK(cuGraphInstantiate(&exec, g, 0));
+  CUDA_KERNEL_NODE_PARAMS kp;
+  CK(cuGraphKernelNodeGetParams(node, &kp));
+  kp.gridDimX = 3;
+  CHECK(cuGraphExecKernelNodeSetParams(exec, node, &kp) == CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  kp.gridDimX = 6;
+  kp.sharedMemBytes = 64 << 10;
+  CHECK(cuGraphExecKernelNodeSetParams(exec, node, &kp) == CUDA_ERROR_INVALID_VALUE);
+  CK(cuFuncSetAttribute(sum, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 << 10));
+  CK(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+  CK(cuFuncSetAttribute(sum, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 0));
+  CK(cuGraphExecDestroy(exec));
+  CK(cuGraphDestroy(g));
+}
+
 static void param_layout(CUmodule mod)
 {
   CUfunction mix = prog_fn(mod, "cg_step_mix");
@@ -167,13 +257,20 @@ static void fault_injection(void)
   CHECK(cuStreamQuery(0) == (CUresult)700);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+  const char *shape_run = prog_opt(argc, argv, "--grid-sum");
+  if (shape_run) {  /* one run of grid_sum_once, for fake-selftest */
+    prog_init();
+    printf("sum %llu\n", grid_sum_once(prog_module(), shape_run));
+    return 0;
+  }
   setenv("FAKECUDA_FAIL", "cuMemAlloc_v2:2,cuStreamQuery:2+=700", 1);
   prog_init();
   CUmodule mod = prog_module();
   fault_injection();
   graph_round_trip(mod);
+  shape_updates(mod);
   param_layout(mod);
   proc_address();
   if (failures) return 1;

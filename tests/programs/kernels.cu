@@ -47,3 +47,20 @@ extern "C" __global__ void cg_big_arg(cg_big s, unsigned long long *out)
   for (int i = 0; i < 64; i++) sum += s.v[i];
   *out = (*out * 31) ^ sum;
 }
+
+// Its work is its launch shape (the fake's k_grid_sum): integer atomics, so the sum does not
+// depend on the order threads run in.
+extern "C" __global__ void cg_grid_sum(unsigned long long *out, const unsigned *in)
+{
+  unsigned long long b = blockIdx.x + gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+  unsigned long long t = threadIdx.x + blockDim.x * (threadIdx.y + (unsigned long long)blockDim.y * threadIdx.z);
+  unsigned long long i = b * (blockDim.x * blockDim.y * blockDim.z) + t;
+  unsigned long long v = (in[i] + 1ULL) * (i + 1) + t * 1000003ULL + blockIdx.y * 31 +
+                         blockIdx.z * 37 + threadIdx.y * 41 + threadIdx.z * 43;
+  if (b == 0 && t == 0) {
+    unsigned shmem;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(shmem));
+    v += shmem * 7919ULL;
+  }
+  atomicAdd(out, v);
+}

@@ -61,5 +61,14 @@ sum=$(field checksum)
 [ "$(field checksum)" = "$sum" ] || fail "threads checksum not deterministic"
 
 "$fakecheck" || fail "fakecheck"
+# the record of what ran (launch_shapes) tells a kernel node run with a stale shape from the
+# eager launch it stands for, and agrees once the node's shape is updated
+for how in eager stale patched; do
+  FAKECUDA_STATS=$tmp/stats "$fakecheck" --grid-sum $how > "$tmp/out" || fail "fakecheck --grid-sum $how exited $?"
+  eval "shapes_$how=\$(stat launch_shapes) sum_$how=\$(field sum)"
+done
+[ -n "$shapes_eager" ] && [ "$shapes_eager" = "$shapes_patched" ] || fail "launch_shapes: eager $shapes_eager, patched graph $shapes_patched"
+[ "$shapes_eager" != "$shapes_stale" ] || fail "launch_shapes does not tell a stale grid from the launched one"
+[ "$sum_eager" = "$sum_patched" ] && [ "$sum_eager" != "$sum_stale" ] || fail "cg_grid_sum: eager $sum_eager, patched $sum_patched, stale $sum_stale"
 [ $status = 0 ] && echo "fake-selftest ok"
 exit $status

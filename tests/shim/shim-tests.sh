@@ -42,9 +42,12 @@ same_result() { # A B: both exited 0 and printed the same checksum
 in_second_half() { # RE LOG: calls matching RE logged after half of the kernel runs (fake call log)
   awk -v re="$1" '/^run/ { runs++ } $1 ~ re { at[n++] = runs }
     END { c = 0; for (i = 0; i < n; i++) c += at[i] > runs / 2; print c }' "$2"; }
-same_work() { # A B: the fake ran the same number of kernels (each op once, none lost)
+same_work() { # A B: the fake ran the same number of kernels (each op once, none lost), and
+               # the same kernels with the same launch shapes (grid, block, shared memory)
   local a b; a=$(stat kernels_run "$tmp/$1.stats"); b=$(stat kernels_run "$tmp/$2.stats")
   [ -n "$a" ] && [ "$a" = "$b" ] || fail "kernels run: $1=$a $2=$b"
+  a=$(stat launch_shapes "$tmp/$1.stats"); b=$(stat launch_shapes "$tmp/$2.stats")
+  [ -n "$a" ] && [ "$a" = "$b" ] || fail "kernels ran with other launch shapes: $1=$a $2=$b"
 }
 
 case $case_name in
@@ -467,6 +470,24 @@ conf-events|conf-hostfunc|conf-uploads|conf-shapes|conf-legacy) # one hazard eac
     [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
       fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
   esac
+  ;;
+conf-grow|conf-grow-block|conf-grow-cluster) # launch shapes that change every iteration (a
+  # decoding loop's growing grid; block and shared memory; clusters) are patched into the graphs:
+  # replayed after warmup, every launch run with its own shape (same_work), no divergence
+  args=; case $case_name in *-block) args=--block ;; *-cluster) args=--cluster ;; esac
+  eager e "$progs/conf_grow" $args
+  shim s "$progs/conf_grow" $args
+  same_result e s; same_work e s
+  r=$(field refused "$tmp/e.out")
+  [ -n "$r" ] && [ "$r" != 0 ] && [ "$r" = "$(field refused "$tmp/s.out")" ] ||
+    fail "a launch the driver refuses returned $(field refused "$tmp/s.out") under the shim, $r without"
+  ops=$(summary "$tmp/s.jsonl" ops) replayed=$(summary "$tmp/s.jsonl" ops_replayed)
+  [ "$ops" -gt 0 ] && [ $((replayed * 100)) -ge $((ops * 95)) ] ||
+    fail "replayed $replayed of $ops ops, want 95% (fallbacks: $(grep -o '"fallbacks":{[^}]*}' "$tmp/s.jsonl" | tail -1))"
+  [ "$(summary "$tmp/s.jsonl" divergences)" = 0 ] || fail "$(summary "$tmp/s.jsonl" divergences) divergences"
+  [ "$(summary "$tmp/s.jsonl" patches)" -ge 190 ] || fail "$(summary "$tmp/s.jsonl" patches) patches, want one per token"
+  [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
+    fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
   ;;
 conf-fork) # fork() with deferred work: the child (exit(0), atexit handlers) calls no driver entry
            # point and writes nothing into the parent's report; the parent still replays

@@ -97,12 +97,12 @@ static void run(struct built *out, uint64_t handle_base, struct cg_stats *st)
 			memset(&sig, 0, sizeof(sig));
 			sig.kind = CG_K_KERNEL;
 			sig.fn = handle_base + 0x40 * k;
-			sig.grid[0] = 1 + k, sig.grid[1] = sig.grid[2] = 1;
-			sig.block[0] = 128, sig.block[1] = sig.block[2] = 1;
 			sig.layout = layout[k];
-			uint64_t args[4] = { 0x7000000 + 4096 * (uint64_t)i, it, k, 1 };
-			struct cg_op op = { .sig = &sig, .sig_len = cg_sig_len(&sig), .args = args,
-			                    .args_len = layout[k]->size, .name = names[k] };
+			struct { struct cg_launch_shape sh; uint64_t p[4]; } args = {
+				{ .grid = { 1 + k, 1, 1 }, .block = { 128, 1, 1 } },
+				{ 0x7000000 + 4096 * (uint64_t)i, it, k, 1 } };
+			struct cg_op op = { .sig = &sig, .sig_len = cg_sig_len(&sig), .args = &args,
+			                    .args_len = CG_ARGS_PARAMS + layout[k]->size, .name = names[k] };
 			op.hash = cg_sig_stable_hash(&sig);
 			fake_submit(&fb, s, 0, &op);
 		}

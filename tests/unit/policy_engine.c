@@ -21,8 +21,10 @@ struct rig {
 
 static unsigned char sig_buf[96], args_buf[64];
 
-/* A kernel launch as the shim would pack it: 96 signature bytes (function, grid, block, ...,
- * `shape` standing for the grid), 64 argument bytes (a pointer, a scalar, constants). */
+/* A kernel launch as the shim would pack it: 96 signature bytes (function, launch attributes,
+ * ..., `shape` standing for what a node update cannot change, such as another kernel picked for
+ * another size), 64 argument bytes (a pointer, a scalar, constants; the shim's launch shape is
+ * argument bytes like these). */
 static struct cg_op mkop(uint32_t kernel, uint32_t shape, uint64_t ptr, uint64_t scalar)
 {
 	uint64_t sig[12] = { 0x7f0000001000ull + kernel, shape, 128, 1, 1, 256, 1, 1, 0, kernel * 7u };
@@ -580,6 +582,35 @@ static void test_cost_gate_weighs_host_saving(void **state)
 	rig_down(&r);
 }
 
+/* Every node of every chunk patched at every launch (each op's arguments change each step, as
+ * the launch shapes of a decoding loop do): one patch per op per launch, and the chunks are
+ * judged by their measured times like any other, not by how much they patch. */
+static void test_every_node_patched_judged_by_times(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 10; it++) {
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, (uint64_t)it);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	}
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.ops_replayed, 7 * LOOP);
+	assert_int_equal(st.patches, 7 * LOOP);
+	assert_int_equal(st.divergences, 0);
+	uint64_t key = r.fb.last_built_key;
+	uint32_t n = r.fb.last_built_ops;
+	double saved = n * 3.4 - 2.5;   /* the default host costs */
+	for (int i = 0; i < 3; i++)
+		cg_stream_timing(r.s[0], key, 0.05 * saved, 0.04 * saved);
+	assert_int_equal(stats(&r).chunks_disabled, 0);
+	cg_stream_timing(r.s[0], key, 0.05 * saved, 0.05 * saved + 5 * saved);
+	assert_int_equal(stats(&r).chunks_disabled, 1);
+	rig_down(&r); /* the log check proves each launch ran with its own arguments */
+}
+
 /* The chunk the host waits for right after it (the iteration ends with a sync) starts on the GPU
  * only then: when its graph's GPU time is over the host time the graph saves, it stays eager
  * (EXPOSED). The same chunk before a boundary the host does not wait at (an event record) keeps
@@ -837,6 +868,7 @@ int main(void)
 		cmocka_unit_test(test_cost_samples_alternate_then_stop),
 		cmocka_unit_test(test_cost_gate_disables_slower_chunk),
 		cmocka_unit_test(test_cost_gate_weighs_host_saving),
+		cmocka_unit_test(test_every_node_patched_judged_by_times),
 		cmocka_unit_test(test_exposed_chunk_before_sync),
 		cmocka_unit_test(test_max_graphs_evicts_lru),
 		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),

@@ -1,0 +1,50 @@
+/* The calls the wrappers count on every call (entry points, boundaries by kind, ops bypassed by
+ * kind), for the report. Counted per thread: a call adds one to a counter in its thread's own
+ * block, a plain load and store on memory no other thread writes, where one shared array would
+ * cost a locked add on a cache line every submitting thread contends for. A block belongs to one
+ * thread at a time; at thread exit it is released with its counts and the next new thread
+ * continues it, so the blocks are as many as threads ever ran at once, and a sum over all blocks
+ * is every call counted. */
+#ifndef CG_SHIM_COUNTS_H
+#define CG_SHIM_COUNTS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "driver.h"
+#include "policy/reason.h"
+
+enum {
+	CG_COUNT_ENTRY = 0,                           /* + CG_E_*: calls of the entry point */
+	CG_COUNT_BOUNDARY = CG_E_COUNT,               /* + reason: boundaries of that kind */
+	CG_COUNT_BYPASS = CG_E_COUNT + CG_R_COUNT,    /* + reason: ops that bypassed the engine */
+	CG_COUNT_N = CG_E_COUNT + 2 * CG_R_COUNT,
+};
+
+struct cg_counts {
+	_Atomic uint64_t n[CG_COUNT_N];
+	_Atomic int owned;          /* a live thread counts here */
+	struct cg_counts *next;     /* every block, never freed */
+};
+
+extern _Thread_local struct cg_counts *cg_tl_counts;
+/* A thread without a block yet, or past its exit: takes a block, or counts in a shared one. */
+void cg_count_slow(unsigned i);
+
+static inline void cg_count(unsigned i)
+{
+	struct cg_counts *c = cg_tl_counts;
+	if (__builtin_expect(c == NULL, 0)) {
+		cg_count_slow(i);
+		return;
+	}
+	/* The only writer: no locked instruction. Relaxed atomics so that the reader's sum is
+	 * well defined. */
+	atomic_store_explicit(&c->n[i], atomic_load_explicit(&c->n[i], memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
+}
+
+/* Counter i summed over every thread (a moment's reading: exact once the threads are quiet). */
+uint64_t cg_count_total(unsigned i);
+
+#endif
