@@ -1,6 +1,6 @@
-/* The monotonic clock of the engine and the shim: deferral ages, the flusher's deadlines and
- * profile mode's launch times are all read from it, so they can be compared. The engine's tests
- * replace it (cg_engine_set_clock); the shim never does. */
+/* The monotonic clock of the engine and the shim: deferral ages, the flusher's deadlines,
+ * profile mode's launch times and the report's timestamps are all read from it, so they can be
+ * compared. The engine's tests replace it (cg_engine_set_clock); the shim never does. */
 #ifndef CG_POLICY_CLOCK_H
 #define CG_POLICY_CLOCK_H
 

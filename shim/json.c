@@ -9,22 +9,21 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
+
+#include "policy/clock.h"
 
 #define CG_JSON_RESERVE (CG_JSON_DEPTH + 2)
 
-static struct timespec cg_json_epoch;
+static uint64_t cg_json_epoch;
 
 __attribute__((constructor)) static void cg_json_epoch_init(void)
 {
-	clock_gettime(CLOCK_MONOTONIC, &cg_json_epoch);
+	cg_json_epoch = cg_monotonic_ns();
 }
 
 double cg_json_now(void)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - cg_json_epoch.tv_sec) + (now.tv_nsec - cg_json_epoch.tv_nsec) * 1e-9;
+	return (double)(cg_monotonic_ns() - cg_json_epoch) * 1e-9;
 }
 
 static void cg_json_put(struct cg_json *j, const char *s, size_t n)
