@@ -151,12 +151,50 @@ static void test_replayed_memsets_follow_their_buffers(void **state)
 	cg_stream_forget(h);
 }
 
+/* The legacy default stream waits for earlier work of blocking streams: work the engine defers
+ * on a blocking stream is submitted before a launch on the legacy stream (cg_stream_order), and
+ * the result is the program's order's. */
+static void test_legacy_launch_submits_blocking_streams_first(void **state)
+{
+	CUstream h = new_stream(CU_STREAM_DEFAULT);
+	struct cg_sstate *s = cg_stream_get(h, false);
+	assert_non_null(s);
+	assert_true(s->blocking);
+	CUdeviceptr acc = alloc(sizeof(unsigned long long));
+	volatile unsigned long long *host = (volatile unsigned long long *)(uintptr_t)acc;
+	*host = 3;
+	unsigned long long expected = 3;
+	/* A loop of four launches and a sync, learned; then half of it, and the legacy stream. */
+	for (int it = 0; it < 9; it++) {
+		for (unsigned long long k = 1; k <= (it < 8 ? 4u : 2u); k++) {
+			void *params[] = { &acc, &k };
+			assert_int_equal(cuLaunchKernel(chain, 1, 1, 1, 1, 1, 1, 0, h, params, NULL),
+			                 CUDA_SUCCESS);
+			expected = (expected * 1000003ULL) ^ k;
+		}
+		if (it < 8) {
+			assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+			assert_int_equal(*host, expected);
+		}
+	}
+	assert_true(atomic_load(&s->pending));  /* the two launches wait for the rest of their chunk */
+	unsigned long long v = 99;
+	void *params[] = { &acc, &v };
+	assert_int_equal(cuLaunchKernel(chain, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+	expected = (expected * 1000003ULL) ^ v;
+	assert_false(atomic_load(&s->pending));
+	assert_int_equal(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+	assert_int_equal(*host, expected);
+	cg_stream_forget(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stream_records),
 		cmocka_unit_test(test_replayed_launches_compute_what_eager_ones_do),
 		cmocka_unit_test(test_replayed_memsets_follow_their_buffers),
+		cmocka_unit_test(test_legacy_launch_submits_blocking_streams_first),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
