@@ -1,9 +1,10 @@
-/* The shim's stream registry (stream.c), launch hooks (launch.c) and CUDA backend
- * (cuda_backend.c) in one process against the CPU fake driver, with no start-up: no flusher, no
- * report. The test plays the program: it calls the exported wrappers (cuLaunchKernel,
+/* The shim's stream registry (stream.c), launch hooks (launch.c), CUDA backend (cuda_backend.c)
+ * and per-thread stream proxies (ptds.c) in one process against the CPU fake driver, with no
+ * start-up: no flusher, no report. The test plays the program: it calls the exported wrappers (cuLaunchKernel,
  * cuMemsetD32Async, cuStreamSynchronize) and reaches the driver's plain entry points through
  * CG_REAL. The fake runs kernels on the host at submission, so "device" memory is read directly.
  * Needs the fake libcuda.so.1 on the library path (tests/meson.build). */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -188,6 +189,55 @@ static void test_legacy_launch_submits_blocking_streams_first(void **state)
 	cg_stream_forget(h);
 }
 
+/* Another thread flushes what this thread's per-thread stream deferred: it goes out through
+ * the stream's proxy (ptds.c), and this thread's next use of the stream waits for it. */
+static CUcontext ptds_ctx;
+
+static void *flush_from_elsewhere(void *arg)
+{
+	CG_REAL(cuCtxSetCurrent)(ptds_ctx);
+	cg_flush_all(CG_R_UNKNOWN_API);
+	return NULL;
+}
+
+static void test_per_thread_stream_flushed_by_another_thread(void **state)
+{
+	assert_int_equal(CG_REAL(cuCtxGetCurrent)(&ptds_ctx), CUDA_SUCCESS);
+	struct cg_sstate *s = cg_stream_get(NULL, true);
+	assert_non_null(s);
+	assert_true(s->per_thread);
+	assert_non_null(s->eng);  /* its proxy could be made */
+	CUdeviceptr acc = alloc(sizeof(unsigned long long));
+	volatile unsigned long long *host = (volatile unsigned long long *)(uintptr_t)acc;
+	*host = 5;
+	unsigned long long expected = 5;
+	for (int it = 0; it < 9; it++) {
+		for (unsigned long long k = 1; k <= (it < 8 ? 4u : 2u); k++) {
+			void *params[] = { &acc, &k };
+			assert_int_equal(cuLaunchKernel_ptsz(chain, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL),
+			                 CUDA_SUCCESS);
+			expected = (expected * 1000003ULL) ^ k;
+		}
+		if (it < 8)
+			assert_int_equal(cuStreamSynchronize_ptsz(NULL), CUDA_SUCCESS);
+	}
+	assert_true(atomic_load(&s->pending));
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, flush_from_elsewhere, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_false(atomic_load(&s->pending));
+	assert_int_equal(*host, expected);  /* the fake ran it on submission, on the proxy */
+	assert_true(s->ptds.redirected);    /* this thread has yet to catch up */
+	unsigned long long v = 77;
+	void *params[] = { &acc, &v };
+	assert_int_equal(cuLaunchKernel_ptsz(chain, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL),
+	                 CUDA_SUCCESS);
+	expected = (expected * 1000003ULL) ^ v;
+	assert_false(s->ptds.redirected);
+	assert_int_equal(cuStreamSynchronize_ptsz(NULL), CUDA_SUCCESS);
+	assert_int_equal(*host, expected);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -195,6 +245,7 @@ int main(void)
 		cmocka_unit_test(test_replayed_launches_compute_what_eager_ones_do),
 		cmocka_unit_test(test_replayed_memsets_follow_their_buffers),
 		cmocka_unit_test(test_legacy_launch_submits_blocking_streams_first),
+		cmocka_unit_test(test_per_thread_stream_flushed_by_another_thread),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
