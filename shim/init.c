@@ -191,8 +191,8 @@ void cg_shim_start(void)
 
 	cg_startup_checks();
 	cg_report_start();
-	cg_events_header();
-	cg_events_catch_fatal();
+	cg_summary_header();
+	cg_summary_catch_fatal();
 	if (cg_opt_bool(CG_OPT_AUDIT))
 		cg_audit_start();
 	if (cg_opt_bool(CG_OPT_PROFILE))  /* before atexit: CUPTI's exit work runs after ours */
@@ -215,6 +215,6 @@ void cg_shim_exit(void)
 	/* Pending work is submitted and graphs of live contexts destroyed; a stream whose lock
 	 * another thread still holds (exit() from a second thread mid-launch) is left alone. */
 	cg_stream_exit_all();
-	cg_events_summary();
+	cg_summary_write();
 	atomic_store(&cg_shim.driver_gone, true);
 }

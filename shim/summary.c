@@ -26,7 +26,7 @@
  * launch's and a graph launch's are the engine's config defaults, which the cost gate uses). */
 #define HOST_US_PER_PATCH 0.43
 
-void cg_events_header(void)
+void cg_summary_header(void)
 {
 	if (!cg_report_active())
 		return;
@@ -101,7 +101,7 @@ static void json_stream(struct cg_sstate *s, void *arg)
 	cg_json_obj_end(w->j);
 }
 
-void cg_events_summary(void)
+void cg_summary_write(void)
 {
 	struct cg_stats st;
 	memset(&st, 0, sizeof(st));
@@ -199,7 +199,7 @@ static void on_fatal(int sig)
 	raise(sig);
 }
 
-void cg_events_catch_fatal(void)
+void cg_summary_catch_fatal(void)
 {
 	if (!cg_report_active())
 		return;
