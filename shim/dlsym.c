@@ -50,7 +50,7 @@ static void *hand_out(void *real, const char *name)
 	if (real && name[0] == 'n')
 		return cg_nccl_handout(real, name);
 #endif
-	if (!real || name[0] != 'c' || cg_shim_in_init())
+	if (!real || name[0] != 'c' || cg_driver_in_init())
 		return real;
 	/* Only lookups that land in libcuda concern us (curl_* starts with "cu" too); processes
 	 * that never touch the driver must not get it loaded by us. */

@@ -161,7 +161,7 @@ void *cg_driver_sym(const char *name)
 	return cg_driver_ready() && libcuda ? cg_real_dlsym(libcuda, name) : NULL;
 }
 
-bool cg_shim_in_init(void)
+bool cg_driver_in_init(void)
 {
 	return in_init;
 }

@@ -64,7 +64,7 @@ extern void *cg_real[CG_E_COUNT];
  * ready (that thread's own calls meanwhile return at once and pass through). */
 void cg_driver_init(void);
 /* True on the thread that is starting the shim (driver load, then the start-up hooks). */
-bool cg_shim_in_init(void);
+bool cg_driver_in_init(void);
 /* The shim is built and may be used (also when disabled; false while starting and with no driver). */
 bool cg_driver_ready(void);
 /* In a fork() child (atfork handler): makes the driver state usable by the one thread there.
