@@ -1,12 +1,13 @@
 /* The shim's stream registry (stream.c), launch hooks (launch.c), CUDA backend (cuda_backend.c)
  * and per-thread stream proxies (ptds.c) in one process against the CPU fake driver, with no
- * start-up: no flusher, no report. The test plays the program: it calls the exported wrappers (cuLaunchKernel,
- * cuMemsetD32Async, cuStreamSynchronize) and reaches the driver's plain entry points through
- * CG_REAL. The fake runs kernels on the host at submission, so "device" memory is read directly.
- * Needs the fake libcuda.so.1 on the library path (tests/meson.build). */
+ * start-up: no flusher, no report. The test plays the program: it calls the exported wrappers
+ * (cuLaunchKernel, cuMemsetD32Async, cuStreamSynchronize) and reaches the driver's plain entry
+ * points through CG_REAL. The fake runs kernels on the host at submission, so "device" memory
+ * is read directly. Needs the fake libcuda.so.1 on the library path (tests/meson.build). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -152,6 +153,36 @@ static void test_replayed_memsets_follow_their_buffers(void **state)
 	cg_stream_forget(h);
 }
 
+/* One launch of cg_chain(acc, v) on h (ptsz: through the _ptsz entry point, h NULL meaning the
+ * per-thread stream); returns what acc holds after it, given `acc` before. */
+static unsigned long long chain_on(CUstream h, bool ptsz, CUdeviceptr acc, unsigned long long v,
+                                   unsigned long long acc_before)
+{
+	void *params[] = { &acc, &v };
+	CUresult r = ptsz ? cuLaunchKernel_ptsz(chain, 1, 1, 1, 1, 1, 1, 0, h, params, NULL)
+	                  : cuLaunchKernel(chain, 1, 1, 1, 1, 1, 1, 0, h, params, NULL);
+	assert_int_equal(r, CUDA_SUCCESS);
+	return (acc_before * 1000003ULL) ^ v;
+}
+
+/* A loop of four launches and a sync on h, until the engine has learned it; then the first half
+ * of it, which stays deferred waiting for the rest of its chunk. Returns acc in program order. */
+static unsigned long long learn_then_defer_half(CUstream h, bool ptsz, CUdeviceptr acc,
+                                                unsigned long long expected)
+{
+	volatile unsigned long long *host = (volatile unsigned long long *)(uintptr_t)acc;
+	*host = expected;
+	for (int it = 0; it < 8; it++) {
+		for (unsigned long long k = 1; k <= 4; k++)
+			expected = chain_on(h, ptsz, acc, k, expected);
+		assert_int_equal(ptsz ? cuStreamSynchronize_ptsz(h) : cuStreamSynchronize(h), CUDA_SUCCESS);
+		assert_int_equal(*host, expected);
+	}
+	for (unsigned long long k = 1; k <= 2; k++)
+		expected = chain_on(h, ptsz, acc, k, expected);
+	return expected;
+}
+
 /* The legacy default stream waits for earlier work of blocking streams: work the engine defers
  * on a blocking stream is submitted before a launch on the legacy stream (cg_stream_order), and
  * the result is the program's order's. */
@@ -162,30 +193,12 @@ static void test_legacy_launch_submits_blocking_streams_first(void **state)
 	assert_non_null(s);
 	assert_true(s->blocking);
 	CUdeviceptr acc = alloc(sizeof(unsigned long long));
-	volatile unsigned long long *host = (volatile unsigned long long *)(uintptr_t)acc;
-	*host = 3;
-	unsigned long long expected = 3;
-	/* A loop of four launches and a sync, learned; then half of it, and the legacy stream. */
-	for (int it = 0; it < 9; it++) {
-		for (unsigned long long k = 1; k <= (it < 8 ? 4u : 2u); k++) {
-			void *params[] = { &acc, &k };
-			assert_int_equal(cuLaunchKernel(chain, 1, 1, 1, 1, 1, 1, 0, h, params, NULL),
-			                 CUDA_SUCCESS);
-			expected = (expected * 1000003ULL) ^ k;
-		}
-		if (it < 8) {
-			assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
-			assert_int_equal(*host, expected);
-		}
-	}
-	assert_true(atomic_load(&s->pending));  /* the two launches wait for the rest of their chunk */
-	unsigned long long v = 99;
-	void *params[] = { &acc, &v };
-	assert_int_equal(cuLaunchKernel(chain, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
-	expected = (expected * 1000003ULL) ^ v;
+	unsigned long long expected = learn_then_defer_half(h, false, acc, 3);
+	assert_true(atomic_load(&s->pending));
+	expected = chain_on(NULL, false, acc, 99, expected);
 	assert_false(atomic_load(&s->pending));
 	assert_int_equal(cuStreamSynchronize(NULL), CUDA_SUCCESS);
-	assert_int_equal(*host, expected);
+	assert_int_equal(*(volatile unsigned long long *)(uintptr_t)acc, expected);
 	cg_stream_forget(h);
 }
 
@@ -209,18 +222,7 @@ static void test_per_thread_stream_flushed_by_another_thread(void **state)
 	assert_non_null(s->eng);  /* its proxy could be made */
 	CUdeviceptr acc = alloc(sizeof(unsigned long long));
 	volatile unsigned long long *host = (volatile unsigned long long *)(uintptr_t)acc;
-	*host = 5;
-	unsigned long long expected = 5;
-	for (int it = 0; it < 9; it++) {
-		for (unsigned long long k = 1; k <= (it < 8 ? 4u : 2u); k++) {
-			void *params[] = { &acc, &k };
-			assert_int_equal(cuLaunchKernel_ptsz(chain, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL),
-			                 CUDA_SUCCESS);
-			expected = (expected * 1000003ULL) ^ k;
-		}
-		if (it < 8)
-			assert_int_equal(cuStreamSynchronize_ptsz(NULL), CUDA_SUCCESS);
-	}
+	unsigned long long expected = learn_then_defer_half(NULL, true, acc, 5);
 	assert_true(atomic_load(&s->pending));
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, flush_from_elsewhere, NULL), 0);
@@ -228,11 +230,7 @@ static void test_per_thread_stream_flushed_by_another_thread(void **state)
 	assert_false(atomic_load(&s->pending));
 	assert_int_equal(*host, expected);  /* the fake ran it on submission, on the proxy */
 	assert_true(s->ptds.redirected);    /* this thread has yet to catch up */
-	unsigned long long v = 77;
-	void *params[] = { &acc, &v };
-	assert_int_equal(cuLaunchKernel_ptsz(chain, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL),
-	                 CUDA_SUCCESS);
-	expected = (expected * 1000003ULL) ^ v;
+	expected = chain_on(NULL, true, acc, 77, expected);
 	assert_false(s->ptds.redirected);
 	assert_int_equal(cuStreamSynchronize_ptsz(NULL), CUDA_SUCCESS);
 	assert_int_equal(*host, expected);
