@@ -933,6 +933,11 @@ void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void))
 	e->now_ns = now_ns ? now_ns : cg_monotonic_ns;
 }
 
+uint64_t cg_engine_now(const struct cg_engine *e)
+{
+	return e->now_ns();
+}
+
 struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t id)
 {
 	struct cg_stream *s = e->mem(NULL, sizeof(*s));

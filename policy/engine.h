@@ -83,6 +83,8 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s);
 /* This stream's deferral budget now (ns; 0: the shim's own). */
 uint64_t cg_stream_defer_budget_ns(const struct cg_stream *s);
 void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
+/* Now, by that clock: what the shim compares cg_stream_pending_since with. */
+uint64_t cg_engine_now(const struct cg_engine *e);
 
 /* Feedback from the backend: one GPU timing sample of a chunk (key from CG_EV_GRAPH_BUILT) run
  * eagerly and as a graph. Over at least 3 samples, a chunk whose graph takes more GPU time than

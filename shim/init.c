@@ -25,7 +25,6 @@
 #include "stream.h"
 #include "summary.h"
 #include "timing.h"
-#include "policy/clock.h"
 
 /* --- the background flusher: deferred work never waits longer than CUGRAFT_MAX_DEFER_US ---- */
 /* It sleeps until the oldest deferred work reaches that age (absolute CLOCK_MONOTONIC times, so
@@ -82,7 +81,7 @@ static void *flusher(void *arg)
 		atomic_fetch_add_explicit(&cg_shim.flusher_wakeups, 1, memory_order_relaxed);
 		cg_stream_read_timing();
 		cg_stream_reap();
-		uint64_t now = cg_monotonic_ns();
+		uint64_t now = cg_engine_now(cg_shim.engine); /* the clock of pending_since */
 		uint64_t next = cg_flush_older_than(now, max_ns, retry_ns);
 		if (next) {
 			quiet = 0;
