@@ -14,6 +14,7 @@
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
+#define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
 #define CG_PLACE_SETTLED 3    /* runs by which a place's chunk leads another before it is trusted */
 
 struct cg_engine {
@@ -25,9 +26,10 @@ struct cg_engine {
 	void *be_ctx;
 	uint64_t (*now_ns)(void);
 	uint64_t graphs_alive;  /* atomic: all streams build against max_graphs */
-	pthread_mutex_t lock;   /* guards the stream list and `retired` */
+	pthread_mutex_t lock;   /* guards the stream list, `retired` and `sites` */
 	struct cg_stream *streams;
 	struct cg_stats retired; /* counters of freed streams */
+	struct cg_divergence_site sites[CG_SITES];  /* (count 0: free) */
 	/* The deferral controller (control.h), guarded by ctl_lock; the hot path reads only the
 	 * atomics below it. */
 	pthread_mutex_t ctl_lock;
@@ -717,16 +719,64 @@ static bool follow(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	return true;
 }
 
+/* A site's name for an op: its kernel name (copied: the site outlives the stream) or hash. */
+static void site_name(char *to, const struct cg_op *op)
+{
+	if (!op) {
+		to[0] = 0;
+		return;
+	}
+	if (!op->name) {
+		static const char hex[] = "0123456789abcdef";
+		to[0] = '#';
+		for (int i = 0; i < 16; i++)
+			to[1 + i] = hex[(op->hash >> (60 - 4 * i)) & 15];
+		to[17] = 0;
+		return;
+	}
+	size_t n = strlen(op->name);
+	if (n >= CG_SITE_NAME)
+		n = CG_SITE_NAME - 1;
+	memcpy(to, op->name, n);
+	to[n] = 0;
+}
+
+/* One more divergence at this site; a new site takes the place of the least frequent one
+ * when all are taken (the sites that keep diverging stay). */
+static void note_site(struct cg_engine *e, const struct cg_op *expected, const struct cg_op *got,
+                      uint32_t at, uint32_t ops)
+{
+	struct cg_divergence_site site = { .count = 1, .at = at, .ops = ops };
+	site_name(site.expected, expected);
+	site_name(site.got, got);
+	pthread_mutex_lock(&e->lock);
+	struct cg_divergence_site *least = &e->sites[0];
+	for (uint32_t i = 0; i < CG_SITES; i++) {
+		struct cg_divergence_site *t = &e->sites[i];
+		if (t->count && t->at == at && t->ops == ops && strcmp(t->expected, site.expected) == 0 &&
+		    strcmp(t->got, site.got) == 0) {
+			t->count++;
+			pthread_mutex_unlock(&e->lock);
+			return;
+		}
+		if (t->count < least->count)
+			least = t;
+	}
+	*least = site;
+	pthread_mutex_unlock(&e->lock);
+}
+
 /* No candidate continues with `op` and none is complete: the deferred ops run eagerly and stay
  * the start of the chunk being learned, so that this variant is learned with its own prefix
  * and later matched through it. */
 static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
-	uint32_t pos = s->sc.n;
+	uint32_t pos = s->sc.n, ops = 0;
 	struct cg_op expected = { 0 };
 	for (uint32_t i = 0; i < s->ncand; i++) {
 		const struct cg_chunk *t = s->cand[i];
 		if (t->n > pos) {
+			ops = t->n;
 			expected = (struct cg_op){ .sig = t->sig + t->sig_off[pos],
 			    .sig_len = t->sig_off[pos + 1] - t->sig_off[pos],
 			    .args = t->args + t->args_off[pos],
@@ -738,6 +788,7 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	struct cg_op got = *op;
 	got.hash = hash;
 	ST(s, divergences, 1);
+	note_site(s->e, expected.sig ? &expected : NULL, &got, pos, ops);
 	submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
 	                .chunk_ops = pos, .expected = expected.sig ? &expected : NULL, .got = &got });
 	s->why = CG_R_DIVERGENCE;
@@ -1144,6 +1195,26 @@ void cg_engine_stats(const struct cg_engine *e, struct cg_stats *out)
 	}
 	pthread_mutex_unlock(&me->lock);
 	out->graphs_alive = __atomic_load_n(&e->graphs_alive, __ATOMIC_RELAXED);
+}
+
+uint32_t cg_engine_divergence_sites(const struct cg_engine *e, struct cg_divergence_site *out,
+                                    uint32_t max)
+{
+	struct cg_engine *me = (struct cg_engine *)e;  /* the lock is not part of the value */
+	uint32_t n = 0;
+	pthread_mutex_lock(&me->lock);
+	for (uint32_t i = 0; i < CG_SITES; i++) {
+		const struct cg_divergence_site *t = &e->sites[i];
+		if (!t->count || (n == max && (!max || out[max - 1].count >= t->count)))
+			continue;
+		/* insertion into out[0..n), most frequent first */
+		uint32_t k = n < max ? n++ : max - 1;
+		for (; k > 0 && out[k - 1].count < t->count; k--)
+			out[k] = out[k - 1];
+		out[k] = *t;
+	}
+	pthread_mutex_unlock(&me->lock);
+	return n;
 }
 
 void cg_engine_control(const struct cg_engine *e, struct cg_control_summary *out)

@@ -216,11 +216,80 @@ static void test_layers_with_eager_chunks_do_not_diverge(void **state)
 	assert_true(worst_share >= 0.95);
 }
 
+/* The sites where deferred work keeps diverging, for the report: the same kernel arriving where
+ * the chunk expected another counts at one site (by name, whatever its signature), names are
+ * copied (cut to CG_SITE_NAME - 1 bytes), an op without one is named by its hash. */
+static void submit_named(struct fake_backend *fb, struct cg_stream *s, const unsigned char *sig,
+                         const char *name, uint64_t step)
+{
+	uint64_t args[3] = { 0x7000000ull, step, 1 };
+	struct cg_op o = { .sig = sig, .sig_len = 40, .args = args, .args_len = 24, .name = name };
+	fake_submit(fb, s, 0, &o);
+}
+
+static void test_divergence_sites(void **state)
+{
+	enum { OPS = 40, ODD = 25 };
+	static unsigned char sig[OPS + 3][40];
+	static char names[OPS][8], long_name[300];
+	struct rng r = { 99 };
+	for (int k = 0; k < OPS + 3; k++)
+		for (int i = 0; i < 40; i++)
+			sig[k][i] = (unsigned char)rnd(&r);
+	for (int k = 0; k < OPS; k++)
+		snprintf(names[k], sizeof(names[k]), "k%d", k);
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	struct fake_backend fb;
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	cfg.measure = false;
+	fake_backend_init(&fb, 7);
+	struct cg_engine *e = cg_engine_new(&cfg, &fb.table, &fb);
+	assert_non_null(e);
+	struct cg_stream *s = cg_stream_new(e, fake_stream(0), 0);
+	assert_non_null(s);
+	/* Steps 10 to 12 run another kernel named "odd" at op ODD (another signature each time),
+	 * step 13 one with a long name, step 14 one without a name. */
+	for (int st = 0; st < 15; st++) {
+		for (int k = 0; k < OPS; k++) {
+			bool odd = k == ODD && st >= 10;
+			const char *name = !odd ? names[k] : st < 13 ? "odd" : st == 13 ? long_name : NULL;
+			submit_named(&fb, s, odd ? sig[OPS + (st < 13 ? st - 10 : 2)] : sig[k], name,
+			             (uint64_t)st);
+		}
+		fake_boundary(&fb, s, 0, CG_R_SYNC);
+	}
+	uint32_t at = fb.last_divergence.chunk_ops;  /* where it diverged in the chunk */
+	struct cg_divergence_site site[4];
+	uint32_t n = cg_engine_divergence_sites(e, site, 4);
+	assert_int_equal(n, 3);
+	assert_int_equal(site[0].count, 3);
+	assert_string_equal(site[0].expected, "k25");
+	assert_string_equal(site[0].got, "odd");
+	assert_int_equal(site[0].at, at);
+	assert_true(site[0].ops > at);
+	assert_int_equal(strlen(site[1].got), CG_SITE_NAME - 1);
+	assert_int_equal(site[1].count, 1);
+	assert_true(site[2].got[0] == '#' && strlen(site[2].got) == 17);
+	assert_int_equal(cg_engine_divergence_sites(e, site, 1), 1);
+	assert_int_equal(site[0].count, 3);
+	cg_stream_free(s, CG_R_NONE);
+	/* the sites outlive the stream (and its kernel names) */
+	assert_int_equal(cg_engine_divergence_sites(e, site, 4), 3);
+	cg_engine_free(e, false);
+	char msg[128];
+	if (!fake_backend_same(&fb, msg, sizeof(msg)))
+		fail_msg("%s", msg);
+	assert_int_equal(fb.contract_errors, 0);
+	fake_backend_fini(&fb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layers_replay_after_warmup),
 		cmocka_unit_test(test_layers_with_eager_chunks_do_not_diverge),
+		cmocka_unit_test(test_divergence_sites),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
