@@ -340,3 +340,100 @@ void cg_chunk_arg_words(const struct cg_chunk *t, uint64_t *constant, uint64_t *
 		*constant += words - ch;
 	}
 }
+
+/* ---- places ----------------------------------------------------------------------------- */
+
+#define CG_PLACES_FIRST 256u
+#define CG_PLACES_MAX 8192u   /* 256 KiB per stream at most */
+#define CG_PLACES_PER_CHUNK 8 /* grown up to this many slots per known chunk */
+#define CG_PLACE_PROBE 8      /* slots a place may be found in */
+#define CG_PLACE_HITS 7       /* a place whose chunk changes for good follows it within 4 runs */
+
+uint64_t cg_place_after(uint64_t key, uint32_t occurrence)
+{
+	uint64_t p = cg_fmix64(key ^ ((uint64_t)occurrence + 1) * 0x9e3779b97f4a7c15ull);
+	return p ? p : 1;
+}
+
+/* The place's slot, or (`take`) where it goes: an empty slot, else the least used one of its
+ * probe window (a table full of places that never recur forgets them first). */
+static struct cg_place *place_find(const struct cg_places *p, uint64_t place, bool take)
+{
+	struct cg_place *weakest = NULL;
+	for (uint32_t k = 0; k < CG_PLACE_PROBE; k++) {
+		struct cg_place *s = &p->slot[((uint32_t)(place ^ (place >> 32)) + k) & p->mask];
+		if (s->place == place)
+			return s;
+		if (!s->place)
+			return take ? s : NULL;
+		if (!weakest || s->hits[0] + s->hits[1] < weakest->hits[0] + weakest->hits[1])
+			weakest = s;
+	}
+	return take ? weakest : NULL;
+}
+
+/* Double the table while it is over half full, within CG_PLACES_PER_CHUNK slots per chunk. */
+static void places_grow(struct cg_places *p, uint32_t hint, cg_realloc_fn mem)
+{
+	uint32_t cap = p->slot ? p->mask + 1 : 0;
+	if (cap && (2 * p->used <= cap || cap >= CG_PLACES_MAX ||
+	            cap >= (uint64_t)CG_PLACES_PER_CHUNK * hint))
+		return;
+	uint32_t want = cap ? 2 * cap : CG_PLACES_FIRST;
+	struct cg_place *slot = mem(NULL, want * sizeof(*slot));
+	if (!slot)
+		return;
+	memset(slot, 0, want * sizeof(*slot));
+	struct cg_places grown = { slot, want - 1, 0 };
+	for (uint32_t i = 0; i < cap; i++) {
+		if (!p->slot[i].place)
+			continue;
+		struct cg_place *to = place_find(&grown, p->slot[i].place, true);
+		grown.used += !to->place;
+		*to = p->slot[i];
+	}
+	mem(p->slot, 0);
+	*p = grown;
+}
+
+void cg_places_note(struct cg_places *p, uint64_t place, uint64_t key, uint32_t hint,
+                    cg_realloc_fn mem)
+{
+	places_grow(p, hint, mem);
+	if (!p->slot)
+		return;
+	struct cg_place *s = place_find(p, place, true);
+	if (s->place != place) {
+		p->used += !s->place;
+		*s = (struct cg_place){ .place = place, .key = { key, 0 }, .hits = { 1, 0 } };
+		return;
+	}
+	uint8_t i = s->key[0] == key ? 0 : s->key[1] == key ? 1 : 2;
+	if (i == 2) {  /* a third chunk: it replaces the weaker */
+		i = s->hits[0] < s->hits[1] ? 0 : 1;
+		s->key[i] = key;
+		s->hits[i] = 0;
+	}
+	if (s->hits[i] < CG_PLACE_HITS)
+		s->hits[i]++;
+	if (s->hits[1 - i])
+		s->hits[1 - i]--;
+	s->last = i;
+}
+
+uint64_t cg_places_predict(const struct cg_places *p, uint64_t place, uint32_t *margin)
+{
+	const struct cg_place *s = p->slot ? place_find(p, place, false) : NULL;
+	*margin = 0;
+	if (!s)
+		return 0;
+	uint8_t i = s->hits[0] > s->hits[1] ? 0 : s->hits[1] > s->hits[0] ? 1 : s->last;
+	*margin = s->hits[i] - s->hits[1 - i];
+	return s->hits[i] ? s->key[i] : 0;
+}
+
+void cg_places_fini(struct cg_places *p, cg_realloc_fn mem)
+{
+	mem(p->slot, 0);
+	memset(p, 0, sizeof(*p));
+}

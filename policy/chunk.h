@@ -55,6 +55,8 @@ struct cg_chunk {
 	uint32_t samples;
 	uint8_t timed_eager, timed_graph, timing_asks;  /* runs sampled for the cost gate, asks */
 	bool waited;                   /* launched at a boundary where the host waits for the GPU */
+	uint32_t ends;                 /* times it ended since epoch ends_epoch: which place follows */
+	uint64_t ends_epoch;
 	struct cg_chunk *armed_next;   /* next armed chunk whose first op has the same hash */
 	uint64_t *hash;                /* [n] */
 	uint64_t *changed;             /* [n] bit w: argument word w changed during warmup (the
@@ -72,6 +74,21 @@ static inline bool cg_chunk_op_matches(const struct cg_chunk *t, uint32_t i, con
 	return t->hash[i] == hash && t->sig_off[i + 1] - t->sig_off[i] == op->sig_len &&
 	       t->args_off[i + 1] - t->args_off[i] == op->args_len &&
 	       memcmp(t->sig + t->sig_off[i], op->sig, op->sig_len) == 0;
+}
+
+/* Are `prefix`'s ops the first ops of `t`? */
+static inline bool cg_chunk_begins(const struct cg_chunk *t, const struct cg_chunk *prefix)
+{
+	if (prefix->n > t->n)
+		return false;
+	for (uint32_t i = 0; i < prefix->n; i++) {
+		struct cg_op op = { .sig = prefix->sig + prefix->sig_off[i],
+		                    .sig_len = prefix->sig_off[i + 1] - prefix->sig_off[i],
+		                    .args_len = prefix->args_off[i + 1] - prefix->args_off[i] };
+		if (!cg_chunk_op_matches(t, i, &op, prefix->hash[i]))
+			return false;
+	}
+	return true;
 }
 
 static inline uint32_t cg_chunk_bytes(const struct cg_chunk *t)
@@ -114,6 +131,33 @@ bool cg_index_arm(struct cg_index *ix, struct cg_chunk *t);
 void cg_index_disarm(struct cg_index *ix, struct cg_chunk *t);
 /* Armed chunks whose first op hashes to `hash` (chained through armed_next), or NULL. */
 struct cg_chunk *cg_index_armed(const struct cg_index *ix, uint64_t hash);
+
+/* Where chunks run, for deferral to predict which chunk comes: a place is the chunk that ended
+ * before it and how often that chunk had ended since the last boundary (the k-th of 12
+ * identical layers is a place of its own, the last layer another). A place remembers the two
+ * chunks that ran there lately, each with how often it was the one; a new third replaces the
+ * weaker. Direct-mapped: a colliding place takes the slot over. */
+struct cg_place {
+	uint64_t place;        /* 0: empty */
+	uint64_t key[2];       /* chunks that ran here */
+	uint8_t hits[2];       /* how often each ran here lately (saturating, the other decays) */
+	uint8_t last;          /* which ran here last */
+};
+struct cg_places {
+	struct cg_place *slot; /* NULL: none yet (allocated on first use) */
+	uint32_t mask, used;
+};
+
+/* The place after the `occurrence`-th end of chunk `key` since the last boundary; never 0. */
+uint64_t cg_place_after(uint64_t key, uint32_t occurrence);
+/* Chunk `key` ran at `place`. The table grows towards `hint` places (the chunks known); out of
+ * memory it stays as it is (or absent: nothing is predicted). */
+void cg_places_note(struct cg_places *p, uint64_t place, uint64_t key, uint32_t hint,
+                    cg_realloc_fn mem);
+/* The chunk that ran at `place` most often lately (0: unknown), and by how many runs it leads
+ * the other one that ran there (*margin, 0 to 7: how settled the place is). */
+uint64_t cg_places_predict(const struct cg_places *p, uint64_t place, uint32_t *margin);
+void cg_places_fini(struct cg_places *p, cg_realloc_fn mem);
 
 /* Warmup: mark the argument words that differ from the previous occurrence, keep these. */
 void cg_chunk_note_args(struct cg_chunk *t, const struct cg_scratch *sc);

@@ -15,6 +15,8 @@
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
+#define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
+#define CG_PLACE_SETTLED 3    /* runs by which a place's chunk leads another before it is trusted */
 
 struct cg_engine {
 	struct cg_engine_config cfg;
@@ -25,9 +27,10 @@ struct cg_engine {
 	void *be_ctx;
 	uint64_t (*now_ns)(void);
 	uint64_t graphs_alive;  /* atomic: all streams build against max_graphs */
-	pthread_mutex_t lock;   /* guards the stream list and `retired` */
+	pthread_mutex_t lock;   /* guards the stream list, `retired` and `sites` */
 	struct cg_stream *streams;
 	struct cg_stats retired; /* counters of freed streams */
+	struct cg_divergence_site sites[CG_SITES];  /* (count 0: free) */
 	/* The deferral controller (control.h), guarded by ctl_lock; the hot path reads only the
 	 * atomics below it. */
 	pthread_mutex_t ctl_lock;
@@ -53,6 +56,11 @@ struct cg_stream {
 	struct cg_chunk **cand;
 	uint32_t ncand, cand_cap;
 	struct cg_chunk *complete;  /* the armed chunk sc equals exactly, if any */
+	struct cg_chunk *expect;    /* the candidate that ran at this place before (places) */
+	uint64_t place;             /* where the current chunk runs (0: unknown) */
+	bool place_unsure;          /* a flush cut the current chunk, not the program */
+	const struct cg_chunk *eager_place;  /* the chunk of this place, running eagerly */
+	struct cg_places places;    /* which chunks ran where */
 	enum cg_reason why;         /* why the learning chunk runs eagerly (NONE: decided at the cut) */
 	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
 	uint64_t tick;              /* LRU clock */
@@ -131,6 +139,54 @@ static void chunk_event(struct cg_stream *s, enum cg_event_kind kind, enum cg_re
 	                           .chunk_ops = t->n, .chunk_key = t->key });
 }
 
+/* ---- places ---------------------------------------------------------------------------- */
+
+/* Boundaries, or a long loop's iterations, restart the count of a chunk's ends (as its
+ * instances, pick_instance). */
+static uint64_t place_epoch(const struct cg_stream *s)
+{
+	return s->epoch + (s->per.period >= s->e->cfg.chunk_max ? s->per.iterations : 0);
+}
+
+/* The current chunk ended as `t` (NULL: no template): it ran at this place, and the next chunk
+ * runs at the place after it. */
+static void chunk_ended(struct cg_stream *s, struct cg_chunk *t)
+{
+	if (!t) {
+		s->place = 0;
+		s->place_unsure = false;
+		s->eager_place = NULL;
+		return;
+	}
+	if (s->place && !s->place_unsure)
+		cg_places_note(&s->places, s->place, t->key, s->ix.nchunks, s->e->mem);
+	s->place_unsure = false;
+	s->eager_place = NULL;
+	uint64_t epoch = place_epoch(s);
+	if (t->ends_epoch != epoch) {
+		t->ends_epoch = epoch;
+		t->ends = 0;
+	}
+	/* (a loop of one short chunk and no boundary: its places stop multiplying) */
+	s->place = cg_place_after(t->key, t->ends < 255 ? t->ends++ : 255);
+}
+
+/* The learning chunk started where deferral was not worth it, `eager_place` being the chunk
+ * that runs there: it ends where that chunk ends, as it would have deferred (a boundary that
+ * comes only while work is pending, such as stream ordering, would have cut it there). */
+static bool place_chunk_ends(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	const struct cg_chunk *t = s->eager_place;
+	uint32_t i = s->sc.n - 1;
+	if (!t)
+		return false;
+	if (i >= t->n || !cg_chunk_op_matches(t, i, op, hash)) {
+		s->eager_place = NULL;
+		return false;
+	}
+	return i + 1 == t->n;
+}
+
 /* ---- the current chunk ----------------------------------------------------------------- */
 
 static void push(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
@@ -152,6 +208,7 @@ static void stop_deferring(struct cg_stream *s)
 	s->deferring = false;
 	s->ncand = 0;
 	s->complete = NULL;
+	s->expect = NULL;
 	__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
 }
 
@@ -211,6 +268,8 @@ static void drop_graph(struct cg_stream *s, struct cg_chunk *t)
 	s->ncand = kept;
 	if (s->complete == t)
 		s->complete = NULL;
+	if (s->expect == t)
+		s->expect = NULL;
 }
 
 static void disable(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r)
@@ -359,6 +418,7 @@ static void cut(struct cg_stream *s, bool learn)
 	if (s->passed)
 		fallback(s, r, s->passed, report, (struct cg_event){ .op_index = s->chunk_first,
 		         .chunk_ops = sc->n, .chunk_key = t ? t->key : 0, .detail = detail });
+	chunk_ended(s, learn ? t : NULL);
 	chunk_reset(s);
 }
 
@@ -447,6 +507,7 @@ static bool eager_sample(struct cg_stream *s, struct cg_chunk *t)
 	t->timed_eager++;
 	t->last_used = ++s->tick;
 	fallback(s, CG_R_COST_SAMPLE, t->n, false, (struct cg_event){ 0 });
+	chunk_ended(s, t);
 	chunk_reset(s);
 	return true;
 }
@@ -543,18 +604,24 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 		t->last_used = ++s->tick;
 		stop_deferring(s);
 	}
+	chunk_ended(s, t);
 	chunk_reset(s);
 }
 
-/* The deferred ops grew by one: launch a chunk they complete unless a longer one may follow. */
+/* The deferred ops grew by one: launch a chunk they complete unless a longer one may follow,
+ * and not wait for a longer one where the complete one is what ran at this place before (a
+ * longer one that then stopped matching would cost the deferred ops a divergence). */
 static void after_match(struct cg_stream *s)
 {
 	s->complete = NULL;
 	for (uint32_t i = 0; i < s->ncand; i++)
 		if (s->cand[i]->n == s->sc.n)
 			s->complete = s->cand[i];
-	if (s->complete && s->ncand == 1)
+	if (s->complete && (s->ncand == 1 || s->complete == s->expect)) {
+		if (s->ncand > 1)
+			ST(s, place_launches, 1);
 		launch_chunk(s, s->complete);
+	}
 }
 
 static bool grow_cand(struct cg_stream *s)
@@ -568,22 +635,49 @@ static bool grow_cand(struct cg_stream *s)
 	return true;
 }
 
-/* At a chunk start: defer the op if it starts one or more armed chunks. */
+/* At a chunk start: defer the op if it starts one or more armed chunks, unless the chunk that
+ * ran at this place lately starts with it too and has no graph (disabled, learning, evicted):
+ * an armed chunk that starts alike elsewhere (another layer, the backward pass) would only
+ * make the deferred ops diverge where that one continues. The one that ran here is the
+ * candidate preferred. */
 static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
-	uint32_t need = 0;
+	uint32_t need = 0, margin = 0;
+	uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
 	s->ncand = 0;
+	s->expect = NULL;
 	for (struct cg_chunk *t = cg_index_armed(&s->ix, hash); t; t = t->armed_next) {
 		if (!cg_chunk_op_matches(t, 0, op, hash))
 			continue;
 		if (s->ncand == s->cand_cap && !grow_cand(s))
 			break;  /* fewer candidates only means more eager work */
 		s->cand[s->ncand++] = t;
+		if (t->key == here)
+			s->expect = t;
 		if (cg_chunk_bytes(t) > need)
 			need = cg_chunk_bytes(t);
 	}
 	if (!s->ncand)
 		return false;
+	/* The chunk of this place has no graph: a candidate that it begins with completes here
+	 * (prefer the longest such). None does: they can only diverge, so once this place is
+	 * settled (a chunk learned from wherever a flush or a divergence left the deferred ops,
+	 * different every time, is no reason to stay eager), its ops run eagerly as that chunk. */
+	if (here && !s->expect) {
+		const struct cg_chunk *t = cg_index_find_key(&s->ix, here);
+		if (t && t->state != CG_CHUNK_ARMED && cg_chunk_op_matches(t, 0, op, hash)) {
+			for (uint32_t i = 0; i < s->ncand; i++)
+				if (cg_chunk_begins(t, s->cand[i]) &&
+				    (!s->expect || s->cand[i]->n > s->expect->n))
+					s->expect = s->cand[i];
+			if (!s->expect && margin >= CG_PLACE_SETTLED) {
+				ST(s, place_eager, 1);
+				s->ncand = 0;
+				s->eager_place = t;
+				return false;
+			}
+		}
+	}
 	/* Room for the longest candidate now, so that deferred ops are never lost to memory. */
 	if (!cg_scratch_reserve(&s->sc, need, s->e->mem)) {
 		/* Reported here; the chunk's ops are counted when it is cut. */
@@ -611,10 +705,59 @@ static bool follow(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	}
 	if (!kept)
 		return false;  /* nothing was overwritten: cand[] still names the old candidates */
+	if (s->expect && !(s->expect->n > pos && cg_chunk_op_matches(s->expect, pos, op, hash)))
+		s->expect = NULL;
 	s->ncand = kept;
 	push(s, op, hash);
 	after_match(s);
 	return true;
+}
+
+/* A site's name for an op: its kernel name (copied: the site outlives the stream) or hash. */
+static void site_name(char *to, const struct cg_op *op)
+{
+	if (!op) {
+		to[0] = 0;
+		return;
+	}
+	if (!op->name) {
+		static const char hex[] = "0123456789abcdef";
+		to[0] = '#';
+		for (int i = 0; i < 16; i++)
+			to[1 + i] = hex[(op->hash >> (60 - 4 * i)) & 15];
+		to[17] = 0;
+		return;
+	}
+	size_t n = strlen(op->name);
+	if (n >= CG_SITE_NAME)
+		n = CG_SITE_NAME - 1;
+	memcpy(to, op->name, n);
+	to[n] = 0;
+}
+
+/* One more divergence at this site; a new site takes the place of the least frequent one
+ * when all are taken (the sites that keep diverging stay). */
+static void note_site(struct cg_engine *e, const struct cg_op *expected, const struct cg_op *got,
+                      uint32_t at, uint32_t ops)
+{
+	struct cg_divergence_site site = { .count = 1, .at = at, .ops = ops };
+	site_name(site.expected, expected);
+	site_name(site.got, got);
+	pthread_mutex_lock(&e->lock);
+	struct cg_divergence_site *least = &e->sites[0];
+	for (uint32_t i = 0; i < CG_SITES; i++) {
+		struct cg_divergence_site *t = &e->sites[i];
+		if (t->count && t->at == at && t->ops == ops && strcmp(t->expected, site.expected) == 0 &&
+		    strcmp(t->got, site.got) == 0) {
+			t->count++;
+			pthread_mutex_unlock(&e->lock);
+			return;
+		}
+		if (t->count < least->count)
+			least = t;
+	}
+	*least = site;
+	pthread_mutex_unlock(&e->lock);
 }
 
 /* No candidate continues with `op` and none is complete: the deferred ops run eagerly and stay
@@ -622,11 +765,12 @@ static bool follow(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
  * and later matched through it. */
 static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
-	uint32_t pos = s->sc.n;
+	uint32_t pos = s->sc.n, ops = 0;
 	struct cg_op expected = { 0 };
 	for (uint32_t i = 0; i < s->ncand; i++) {
 		const struct cg_chunk *t = s->cand[i];
 		if (t->n > pos) {
+			ops = t->n;
 			expected = (struct cg_op){ .sig = t->sig + t->sig_off[pos],
 			    .sig_len = t->sig_off[pos + 1] - t->sig_off[pos],
 			    .args = t->args + t->args_off[pos],
@@ -638,6 +782,7 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	struct cg_op got = *op;
 	got.hash = hash;
 	ST(s, divergences, 1);
+	note_site(s->e, expected.sig ? &expected : NULL, &got, pos, ops);
 	submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
 	                .chunk_ops = pos, .expected = expected.sig ? &expected : NULL, .got = &got });
 	s->why = CG_R_DIVERGENCE;
@@ -655,7 +800,8 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	s->passed++;
 	ST(s, ops_eager, 1);
 	uint32_t n = s->sc.n;
-	bool pinned = (n >= e->chunk_min && (hash >> 32) < e->cdc_below) || s->per.cut;
+	bool pinned = (n >= e->chunk_min && (hash >> 32) < e->cdc_below) || s->per.cut ||
+	              place_chunk_ends(s, op, hash);
 	if (pinned || n >= e->cfg.chunk_max) {
 		s->length_cut = !pinned;
 		cut(s, true);
@@ -844,6 +990,9 @@ bool cg_flush(struct cg_stream *s, enum cg_reason why)
 		budget_timeout(s);
 	if (why == CG_R_TIMEOUT && !s->complete && !s->e->cfg.record_only && split_on_timeout(s))
 		return true;
+	/* The chunk these ops end up in is cut where the host was slow, or another thread made a
+	 * boundary: it is no lesson for this place. */
+	s->place_unsure = !s->complete;
 	end_deferral(s, why);
 	return true;
 }
@@ -950,6 +1099,7 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->cand_cap = 8;
 	s->at_boundary = true;
 	s->budget_ns = e->cfg.defer_budget_ns;
+	s->place = cg_place_after(0, 0);  /* the stream's first chunk */
 	/* a loop of one kernel: chunks of half the longest */
 	cg_loop_init(&s->per, e->cfg.chunk_max / 2);
 	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));
@@ -1009,6 +1159,7 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 	cg_index_fini(&s->ix);
 	cg_scratch_fini(&s->sc, e->mem);
 	cg_loop_fini(&s->per, e->mem);
+	cg_places_fini(&s->places, e->mem);
 	e->mem(s->cand, 0);
 	e->mem(s->ops, 0);
 	e->mem(s, 0);
@@ -1043,6 +1194,26 @@ void cg_engine_stats(const struct cg_engine *e, struct cg_stats *out)
 	}
 	pthread_mutex_unlock(&me->lock);
 	out->graphs_alive = __atomic_load_n(&e->graphs_alive, __ATOMIC_RELAXED);
+}
+
+uint32_t cg_engine_divergence_sites(const struct cg_engine *e, struct cg_divergence_site *out,
+                                    uint32_t max)
+{
+	struct cg_engine *me = (struct cg_engine *)e;  /* the lock is not part of the value */
+	uint32_t n = 0;
+	pthread_mutex_lock(&me->lock);
+	for (uint32_t i = 0; i < CG_SITES; i++) {
+		const struct cg_divergence_site *t = &e->sites[i];
+		if (!t->count || (n == max && (!max || out[max - 1].count >= t->count)))
+			continue;
+		/* insertion into out[0..n), most frequent first */
+		uint32_t k = n < max ? n++ : max - 1;
+		for (; k > 0 && out[k - 1].count < t->count; k--)
+			out[k] = out[k - 1];
+		out[k] = *t;
+	}
+	pthread_mutex_unlock(&me->lock);
+	return n;
 }
 
 void cg_engine_control(const struct cg_engine *e, struct cg_control_summary *out)

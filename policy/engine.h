@@ -131,6 +131,19 @@ struct cg_event {
 	const struct cg_control_decision *decision;  /* DECISION only (policy/control.h) */
 };
 
+/* Where deferred work kept diverging, for the report: the op the chunk expected and the op that
+ * came instead (kernel names, cut to CG_SITE_NAME - 1 bytes; "#" and the op's hash where it has
+ * none), at op `at` (from 0) of an `ops`-op chunk, `count` times. */
+#define CG_SITE_NAME 128
+struct cg_divergence_site {
+	uint64_t count;
+	uint32_t at, ops;
+	char expected[CG_SITE_NAME], got[CG_SITE_NAME];
+};
+/* The (at most) `max` sites seen most often, most frequent first; returns how many. */
+uint32_t cg_engine_divergence_sites(const struct cg_engine *e, struct cg_divergence_site *out,
+                                    uint32_t max);
+
 /* Where the deferral controller stands, for the report. */
 void cg_engine_control(const struct cg_engine *e, struct cg_control_summary *out);
 

@@ -13,6 +13,13 @@
 
 #include "json.h"
 
+/* Under ThreadSanitizer, libunwind's local unwinder now and then dies with SIGSEGV walking
+ * through the sanitizer's interceptors; glibc's backtrace() (libgcc's unwinder) does not. */
+#if defined(CG_HAVE_LIBUNWIND) && defined(__SANITIZE_THREAD__)
+#undef CG_HAVE_LIBUNWIND
+#define CG_GLIBC_BACKTRACE 1
+#include <execinfo.h>
+#endif
 #ifdef CG_HAVE_LIBUNWIND
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -22,15 +29,28 @@
 
 __attribute__((noinline)) int cg_backtrace_capture(void **pcs, int max, int skip)
 {
-#ifdef CG_HAVE_LIBUNWIND
+#if defined(CG_HAVE_LIBUNWIND) || defined(CG_GLIBC_BACKTRACE)
 	void *all[CG_BACKTRACE_MAX + 1];
 	if (max <= 0 || skip < 0)
 		return 0;
-	int want = max + skip + 1;
+	int want = max + skip + 4;  /* room for the frames below our return address */
 	if (want > CG_BACKTRACE_MAX + 1)
 		want = CG_BACKTRACE_MAX + 1;
+#ifdef CG_GLIBC_BACKTRACE
+	int n = backtrace(all, want);
+#else
 	int n = unw_backtrace(all, want);
-	int first = 1 + skip;   /* all[0] is this function */
+#endif
+	/* The frames above ours start at our return address: all[0] is this function with
+	 * libunwind, and with glibc's backtrace() under a sanitizer its interceptor may come
+	 * first. */
+	void *ret = __builtin_return_address(0);
+	int first = 0;
+	while (first < n && all[first] != ret)
+		first++;
+	if (first == n)
+		first = 1;
+	first += skip;
 	if (n <= first)
 		return 0;
 	n -= first;

@@ -86,6 +86,24 @@ static void json_control(struct cg_json *j)
 	cg_json_obj_end(j);
 }
 
+/* Where deferred work kept diverging (policy/engine.h), most frequent first; `at` counts from 0. */
+static void json_divergence_sites(struct cg_json *j)
+{
+	struct cg_divergence_site site[5];
+	uint32_t n = cg_shim.engine ? cg_engine_divergence_sites(cg_shim.engine, site, 5) : 0;
+	cg_json_arr(j, "divergence_sites");
+	for (uint32_t i = 0; i < n; i++) {
+		cg_json_obj(j, NULL);
+		cg_json_str(j, "expected", site[i].expected);
+		cg_json_str(j, "got", site[i].got);
+		cg_json_uint(j, "at", site[i].at);
+		cg_json_uint(j, "ops", site[i].ops);
+		cg_json_uint(j, "count", site[i].count);
+		cg_json_obj_end(j);
+	}
+	cg_json_arr_end(j);
+}
+
 static void json_stream(struct cg_sstate *s, void *arg)
 {
 	struct stream_walk *w = arg;
@@ -170,6 +188,7 @@ void cg_summary_write(void)
 	cg_stream_each(json_stream, &w);
 	cg_json_arr_end(&j);
 	cg_layout_json_top(&j, "kernels", 20);
+	json_divergence_sites(&j);
 	cg_audit_json(&j);
 	cg_floor_json(&j);
 	cg_report_finish(&j);

@@ -238,6 +238,26 @@ static void cg_print_vote_agreement(char lists[][256], const double *ranks, size
 	printf("\n      hint: files of different jobs, a rank killed early, or a vote timeout on one rank\n");
 }
 
+/* The sites where deferred work kept diverging, most frequent first (the summary keeps the top
+ * five of each process). */
+static void cg_print_sites(const struct cg_merged *m)
+{
+	struct cg_counts sorted = { 0 };
+	for (size_t i = 0; i < m->sites.n; i++)
+		cg_counts_add(&sorted, m->sites.names[i], m->sites.counts[i]);
+	cg_counts_sort(&sorted);
+	for (size_t i = 0, shown = 0; i < sorted.n && shown < 3; i++) {
+		struct cg_site site;
+		if (!cg_site_read(sorted.names[i], &site))
+			continue;
+		shown++;
+		printf("  keeps diverging: expected %.*s, got %s at op %u of a %u-op chunk (%.0f time%s)\n",
+		       site.expected_len, site.expected, site.got, site.at + 1, site.ops,
+		       sorted.counts[i], sorted.counts[i] == 1 ? "" : "s");
+	}
+	cg_counts_free(&sorted);
+}
+
 /* The share replayed, host time saved and fallback counts of one file or the merge. */
 static void cg_print_totals(const struct cg_merged *m)
 {
@@ -263,6 +283,7 @@ static void cg_print_totals(const struct cg_merged *m)
 	cg_counts_sort(&sorted);
 	cg_print_counts("fallbacks", &sorted);
 	cg_counts_free(&sorted);
+	cg_print_sites(m);
 }
 
 /* Ranks of one job load one libnccl: different versions mean files of different jobs or a

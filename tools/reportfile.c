@@ -3,6 +3,7 @@
 #include "reportfile.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -280,6 +281,35 @@ static bool cg_summed(const char *key)
 	       !cg_is_ratio(key) && !cg_is_version(key);
 }
 
+/* "<at> <ops> <length of expected>:<expected><got>": names may hold any character. */
+static void cg_site_add(struct cg_counts *sites, const struct jv *v)
+{
+	const char *expected = jv_str(jv_get(v, "expected")), *got = jv_str(jv_get(v, "got"));
+	double at = jv_num(jv_get(v, "at"), -1), ops = jv_num(jv_get(v, "ops"), -1);
+	double count = jv_num(jv_get(v, "count"), 0);
+	if (!expected || !got || !(at >= 0 && at < 4294967296.0) || !(ops >= 0 && ops < 4294967296.0) ||
+	    !(count > 0))
+		return;
+	size_t elen = strlen(expected), size = elen + strlen(got) + 40;
+	char *name = cg_grow(NULL, size, 1);
+	snprintf(name, size, "%u %u %zu:%s%s", (unsigned)at, (unsigned)ops, elen, expected, got);
+	cg_counts_add(sites, name, count);
+	free(name);
+}
+
+bool cg_site_read(const char *name, struct cg_site *out)
+{
+	unsigned long long elen;
+	int end = 0;
+	if (sscanf(name, "%u %u %llu:%n", &out->at, &out->ops, &elen, &end) != 3 || !end ||
+	    strlen(name + end) < elen || elen > INT_MAX)
+		return false;
+	out->expected = name + end;
+	out->expected_len = (int)elen;
+	out->got = name + end + elen;
+	return true;
+}
+
 void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f)
 {
 	m->files++;
@@ -319,6 +349,9 @@ void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f)
 				if (name)
 					cg_counts_add(&m->kernels, name, jv_num(jv_get(v->items[k], "launches"), 0));
 			}
+		} else if (v->type == JV_ARR && strcmp(key, "divergence_sites") == 0) {
+			for (size_t k = 0; k < v->n; k++)
+				cg_site_add(&m->sites, v->items[k]);
 		}
 	}
 }
@@ -426,6 +459,30 @@ void cg_merged_json(FILE *out, const struct cg_merged *m)
 		cg_print_num(out, top.counts[k]);
 		fputc('}', out);
 	}
+	fputc(']', out);
+	cg_counts_free(&top);
+	for (size_t k = 0; k < m->sites.n; k++)
+		cg_counts_add(&top, m->sites.names[k], m->sites.counts[k]);
+	cg_counts_sort(&top);
+	fputs(",\"divergence_sites\":[", out);
+	for (size_t k = 0, shown = 0; k < top.n && shown < 5; k++) {
+		struct cg_site site;
+		if (!cg_site_read(top.names[k], &site))
+			continue;
+		char *expected = strndup(site.expected, (size_t)site.expected_len);
+		if (!expected) {
+			fputs("cugraft: out of memory\n", stderr);
+			exit(1);
+		}
+		fputs(shown++ ? ",{\"expected\":" : "{\"expected\":", out);
+		jv_print_string(out, expected);
+		fputs(",\"got\":", out);
+		jv_print_string(out, site.got);
+		fprintf(out, ",\"at\":%u,\"ops\":%u,\"count\":", site.at, site.ops);
+		cg_print_num(out, top.counts[k]);
+		fputc('}', out);
+		free(expected);
+	}
 	fputs("]}\n", out);
 	cg_counts_free(&top);
 }
@@ -434,6 +491,7 @@ void cg_merged_free(struct cg_merged *m)
 {
 	cg_counts_free(&m->totals);
 	cg_counts_free(&m->kernels);
+	cg_counts_free(&m->sites);
 	for (size_t i = 0; i < m->map_names.n; i++)
 		cg_counts_free(&m->maps[i]);
 	for (size_t i = 0; i < m->version_names.n; i++)

@@ -44,7 +44,7 @@ void cg_counts_sort(struct cg_counts *c);
 void cg_counts_free(struct cg_counts *c);
 
 /* Summaries added together: every numeric member summed, every object member summed key by
- * key, "kernels" merged by name; ratios recomputed. Versions (nccl_version) are taken, not
+ * key, "kernels" merged by name, "divergence_sites" by site; ratios recomputed. Versions (nccl_version) are taken, not
  * summed: ranks that disagree are listed in `versions`. Files without a summary add their
  * fallback records instead, one each (counted in `partial`). */
 struct cg_merged {
@@ -53,10 +53,20 @@ struct cg_merged {
 	struct cg_counts map_names;               /* fallbacks, entry_points, ...: names of maps[] */
 	struct cg_counts *maps;
 	struct cg_counts kernels;
+	struct cg_counts sites;                   /* divergence sites (cg_site_read) -> count */
 	struct cg_counts version_names;           /* nccl_version, ...: names of versions[] */
 	struct cg_counts *versions;               /* per version: value -> files that had it */
 };
 void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f);
+
+/* A divergence site as `sites` names it: the op the chunk expected (expected_len bytes, not
+ * terminated), the op that came instead, at op `at` (from 0) of an `ops`-op chunk. */
+struct cg_site {
+	unsigned at, ops;
+	const char *expected, *got;
+	int expected_len;
+};
+bool cg_site_read(const char *name, struct cg_site *out);
 double cg_merged_total(const struct cg_merged *m, const char *name, double def);
 const struct cg_counts *cg_merged_map(const struct cg_merged *m, const char *name);
 /* A version's values -> files that had it; NULL when no file had it. Each value is a number

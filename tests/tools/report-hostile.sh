@@ -56,7 +56,7 @@ summary "$T/none.jsonl" '"ops":5'
 [ ! -s "$T/err" ] || fail "stderr without kernels: $(head -3 "$T/err")"
 valid_json "$T/out.json" no-kernels
 expect "$(cat "$T/out.json")" '"ops":5,'
-expect "$(cat "$T/out.json")" '"kernels":[]}'
+expect "$(cat "$T/out.json")" '"kernels":[],"divergence_sites":[]}'
 "$CG" report "$T/none.jsonl" > "$T/out.txt" 2> "$T/err" || fail "exit $? without kernels"
 [ ! -s "$T/err" ] || fail "stderr without kernels (text): $(head -3 "$T/err")"
 echo "a report without kernels"
@@ -94,3 +94,13 @@ printf '{"event":"header","t":0,"rank":0}\n{"event":"fallback","t":1,"reason":"s
 expect "$(cat "$T/out.json")" '"files_without_summary":1,'
 expect "$(cat "$T/out.json")" '"fallbacks":{"sync":2,"divergence":1}'
 echo "fallback records counted one each"
+
+# Divergence sites with names that look like the reader's own site keys, wrong types, numbers
+# out of range, no count: the good ones merged by site, the others dropped, --json valid.
+summary "$T/sites.jsonl" '"ops":9,"divergence_sites":[{"expected":"3 4 5:ab","got":"c:d","at":1,"ops":2,"count":4},{"expected":7,"got":"x","at":1,"ops":2,"count":1},{"expected":"a","got":"b","at":-1,"ops":2,"count":1},{"expected":"a","got":"b","at":1e99,"ops":2,"count":1},"junk",{"expected":"","got":"","at":0,"ops":0}]'
+"$CG" report --json "$T/sites.jsonl" "$T/sites.jsonl" > "$T/out.json" 2> "$T/err" || fail "--json exit $? on odd sites"
+valid_json "$T/out.json" sites
+expect "$(cat "$T/out.json")" '"divergence_sites":[{"expected":"3 4 5:ab","got":"c:d","at":1,"ops":2,"count":8}]'
+out=$("$CG" report "$T/sites.jsonl") || fail "exit $? on odd sites"
+expect "$out" "keeps diverging: expected 3 4 5:ab, got c:d at op 2 of a 2-op chunk (4 times)"
+echo "divergence sites: odd names kept apart, bad entries dropped"

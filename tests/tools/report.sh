@@ -1,5 +1,6 @@
 #!/bin/sh
-# `cugraft report`: a two-rank pair of hand-written reports renders per rank and merged totals;
+# `cugraft report`: a two-rank pair of hand-written reports renders per rank and merged totals
+# (divergence sites summed across ranks);
 # --json gives the merged summary; a line cut in the middle is named (file:line), the rest is
 # still rendered and the exit status is 1.
 # usage: report.sh CUGRAFT SRCDIR BUILDDIR
@@ -22,6 +23,9 @@ expect "$out" "deferral   graphs (not measured: no epoch with graphs in use yet,
 expect "$out" "first sync: cuStreamSynchronize on stream 1 at op 301"
 expect "$out" "at train_step+0x1c4 (trainer)"
 expect "$out" "first divergence: cuLaunchKernel on stream 1 at op 77 (kernel softmax_fwd)"
+expect "$out" "keeps diverging: expected gemm_nn, got reduce_kernel at op 7 of a 22-op chunk (90 times)"
+expect "$out" "keeps diverging: expected softmax_fwd, got gemm at op 2 of a 9-op chunk (3 times)"
+expect "$out" "keeps diverging: expected gemm_nn, got reduce_kernel at op 7 of a 22-op chunk (140 times)"
 expect "$out" 'expected {"grid":[128,1,1]}'
 expect "$out" "hint: NCCL call: collectives run eagerly"
 expect "$out" "== merged: 2 files"
@@ -49,6 +53,7 @@ expect "$json" '"ops_replayed":3000,'
 expect "$json" '"replayed_share":0.75'
 expect "$json" '"fallbacks":{"sync":10,"divergence":2,"collective":20}'
 expect "$json" '"kernels":[{"name":"gemm","launches":2100},{"name":"layernorm","launches":1300},{"name":"softmax_fwd","launches":450}]'
+expect "$json" '"divergence_sites":[{"expected":"gemm_nn","got":"reduce_kernel","at":6,"ops":22,"count":140},{"expected":"softmax_fwd","got":"gemm","at":1,"ops":9,"count":3}]'
 [ "$(printf '%s\n' "$json" | wc -l)" -eq 1 ] || fail "--json is not one line"
 if command -v python3 >/dev/null; then
 	printf '%s\n' "$json" | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "--json is not JSON"

@@ -1,9 +1,9 @@
 #!/bin/sh
 # The summary a run writes, read back by `cugraft report --json` from two copies of it (two
 # ranks alike): every counter comes back doubled, every ratio (policy/stats.def) and version
-# unchanged, every map member doubled. The writer (shim/events.c) and the reader
-# (tools/reportfile.c) must not drift apart: a member the reader sums that it should not (a
-# ratio, a version) or drops fails here.
+# unchanged, every map member and divergence site count doubled. The writer (shim/events.c)
+# and the reader (tools/reportfile.c) must not drift apart: a member the reader sums that it
+# should not (a ratio, a version) or drops fails here.
 # usage: summary-roundtrip.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 CG=$1 SRC=$2 BUILD=$3
@@ -32,7 +32,8 @@ for k, v in summary.items():
         continue
     if isinstance(v, (int, float)):
         want = v if (k in ratios or k.endswith("_version")) else 2 * v
-        if m is None or abs(m - want) > 1e-6 * max(1, abs(want)):
+        # (the reader writes ratios to 6 significant digits)
+        if m is None or abs(m - want) > (1e-5 if k in ratios else 1e-6) * max(1, abs(want)):
             bad.append(f"{k}: wrote {v}, read back {m}, want {want}")
     elif isinstance(v, dict):
         for sk, sv in v.items():
@@ -40,6 +41,14 @@ for k, v in summary.items():
                 mv = (m or {}).get(sk) if isinstance(m, dict) else None
                 if mv is None or mv != 2 * sv:
                     bad.append(f"{k}.{sk}: wrote {sv}, read back {mv}, want {2 * sv}")
+# Divergence sites: the same sites, each counted twice.
+site = lambda d: (d.get("expected"), d.get("got"), d.get("at"), d.get("ops"))
+merged_sites = {site(d): d.get("count") for d in merged.get("divergence_sites", [])}
+for d in summary.get("divergence_sites", []):
+    if merged_sites.get(site(d)) != 2 * d["count"]:
+        bad.append(f"divergence site {site(d)}: wrote {d['count']}, read back {merged_sites.get(site(d))}")
+if "divergence_sites" not in summary:
+    bad.append("divergence_sites not written")
 for r in ratios:
     if r not in summary:
         bad.append(f"ratio {r} not written")

@@ -1,0 +1,295 @@
+/* Prediction by place: a training step whose chunks recur at several places (identical layers,
+ * forward and backward, a last layer that ends differently, .item() syncs) must not keep
+ * diverging once warm, also where some chunks lost their graphs for good (the cost gate, a
+ * chunk the host waits for): the chunk that starts with the same op elsewhere is no reason to
+ * defer here. Every trace runs exactly what it submitted. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "fake_backend.h"
+#include "rng.h"
+#include "policy/engine.h"
+
+#define SEEDS 40
+#define LAYERS 12
+#define STEPS 40
+#define KINDS 48  /* kernels of the layers, loss, optimizer and the last layer's own */
+
+struct trainer {
+	unsigned char sig[KINDS][40];
+	uint32_t fwd, bwd, nopt;
+	uint32_t f[64], b[64], last_f[64], last_b[64], emb[8], loss[8], opt[40];
+	bool syncs;  /* loss.item() after the forward pass, a sync after the optimizer */
+};
+
+/* Layers made of a few kernels (gemms, elementwise, reductions), so that many chunks start
+ * with the same kernel; the last layer ends differently, forward and backward. */
+static void make_trainer(struct trainer *t, struct rng *r, uint32_t seed)
+{
+	memset(t, 0, sizeof(*t));
+	for (int k = 0; k < KINDS; k++)
+		for (int i = 0; i < 40; i++)
+			t->sig[k][i] = (unsigned char)rnd(r);
+	uint32_t kinds = 6 + below(r, 20);
+	t->fwd = 6 + below(r, 40);
+	t->bwd = 8 + below(r, 50);
+	for (uint32_t i = 0; i < t->fwd; i++)
+		t->f[i] = t->last_f[i] = below(r, kinds);
+	for (uint32_t i = 0; i < t->bwd; i++)
+		t->b[i] = t->last_b[i] = below(r, kinds);
+	for (uint32_t i = t->fwd - 1 - below(r, t->fwd / 2 + 1); i < t->fwd; i++)
+		t->last_f[i] = below(r, kinds + 10);
+	for (uint32_t i = 0; i < 1 + below(r, t->bwd / 3 + 1); i++)
+		t->last_b[i] = below(r, kinds + 10);
+	for (int i = 0; i < 8; i++)
+		t->emb[i] = below(r, kinds + 20), t->loss[i] = below(r, kinds + 20);
+	t->nopt = 5 + below(r, 35);
+	for (uint32_t i = 0; i < t->nopt; i++)
+		t->opt[i] = below(r, KINDS);
+	t->syncs = seed % 4 != 0;
+}
+
+/* The cost gate's samples, as the shim's backend takes them: every sampled run of a chunk, fed
+ * back after the step. Each chunk does a lot of GPU work (graph or not: the chunk the host waits
+ * for at a sync is then not worth its graph), and one in ten runs slower as a graph. */
+static struct sample {
+	uint64_t key;
+	bool graph;
+} samples[4096], running;
+static int nsamples;
+
+static bool sample_begin(void *be, void *stream, uint64_t key, bool graph)
+{
+	running = (struct sample){ key, graph };
+	return true;
+}
+
+static void sample_end(void *be, void *stream, bool ok)
+{
+	if (ok && nsamples < 4096)
+		samples[nsamples++] = running;
+}
+
+static void feed_samples(struct cg_stream *s)
+{
+	for (int i = 0; i < nsamples; i++) {
+		if (!samples[i].graph)
+			continue;  /* one call per pair: the graph's sample, with its eager twin's time */
+		bool slower = (samples[i].key * 0x9e3779b97f4a7c15ull >> 40) % 10 == 0;
+		cg_stream_timing(s, samples[i].key, 300.0, slower ? 950.0 : 300.0);
+	}
+	nsamples = 0;
+}
+
+struct figures {
+	uint64_t ops, replayed, divergences, diverged_ops, gated;
+};
+
+static void op(struct fake_backend *fb, struct cg_stream *s, const struct trainer *t, uint32_t k,
+               uint64_t pos, uint64_t step)
+{
+	uint64_t args[3] = { 0x7000000ull + pos * 4096, step, k };
+	struct cg_op o = { .sig = t->sig[k], .sig_len = 40, .args = args, .args_len = 24 };
+	fake_submit(fb, s, 0, &o);
+}
+
+static void step(struct fake_backend *fb, struct cg_stream *s, const struct trainer *t,
+                 uint64_t st)
+{
+	uint64_t pos = 0;
+	for (int i = 0; i < 4; i++)
+		op(fb, s, t, t->emb[i], pos++, st);
+	for (int l = 0; l < LAYERS; l++)
+		for (uint32_t i = 0; i < t->fwd; i++)
+			op(fb, s, t, l == LAYERS - 1 ? t->last_f[i] : t->f[i], pos++, st);
+	for (int i = 0; i < 6; i++)
+		op(fb, s, t, t->loss[i], pos++, st);
+	if (t->syncs)
+		fake_boundary(fb, s, 0, CG_R_SYNC);
+	for (int l = LAYERS - 1; l >= 0; l--)
+		for (uint32_t i = 0; i < t->bwd; i++)
+			op(fb, s, t, l == LAYERS - 1 ? t->last_b[i] : t->b[i], pos++, st);
+	for (uint32_t i = 0; i < t->nopt; i++)
+		op(fb, s, t, t->opt[i], pos++, st);
+	if (t->syncs)
+		fake_boundary(fb, s, 0, CG_R_SYNC);
+}
+
+/* Runs STEPS steps and returns the figures of those from `from` on. */
+static struct figures run(const struct trainer *t, bool timed, int from)
+{
+	struct fake_backend fb;
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	cfg.measure = false;  /* what is deferred, not whether deferring pays (policy_control) */
+	fake_backend_init(&fb, 7);
+	if (timed)
+		fb.table.time_begin = sample_begin, fb.table.time_end = sample_end;
+	nsamples = 0;
+	struct cg_engine *e = cg_engine_new(&cfg, &fb.table, &fb);
+	assert_non_null(e);
+	struct cg_stream *s = cg_stream_new(e, fake_stream(0), 0);
+	assert_non_null(s);
+	struct cg_stats a, b;
+	for (int st = 0; st < STEPS; st++) {
+		if (st == from)
+			cg_engine_stats(e, &a);
+		step(&fb, s, t, (uint64_t)st);
+		feed_samples(s);
+	}
+	cg_engine_stats(e, &b);
+	cg_stream_free(s, CG_R_NONE);
+	cg_engine_free(e, false);
+	char msg[128];
+	if (!fake_backend_same(&fb, msg, sizeof(msg)))
+		fail_msg("%s", msg);
+	assert_int_equal(fb.contract_errors, 0);
+	assert_int_equal(fb.graphs_alive, 0);
+	fake_backend_fini(&fb);
+	uint64_t gated = 0;
+	for (int r = 0; r < CG_R_COUNT; r++)
+		if (r == CG_R_COST_GATE || r == CG_R_EXPOSED || r == CG_R_COST_SAMPLE)
+			gated += b.fallbacks[r] - a.fallbacks[r];
+	return (struct figures){ b.ops - a.ops, b.ops_replayed - a.ops_replayed,
+	                         b.divergences - a.divergences,
+	                         b.fallbacks[CG_R_DIVERGENCE] - a.fallbacks[CG_R_DIVERGENCE], gated };
+}
+
+/* Without cost samples every chunk keeps its graph: after WARMUP+2 steps, at least 95% of the
+ * work replays and at most one step in ten diverges. */
+static void test_layers_replay_after_warmup(void **state)
+{
+	static struct trainer t;
+	struct figures sum = { 0 };
+	double worst = 1;
+	for (uint32_t seed = 1; seed <= SEEDS; seed++) {
+		struct rng r = { seed * 0x9e3779b97f4a7c15ull };
+		make_trainer(&t, &r, seed);
+		struct figures f = run(&t, false, 3 + 2);
+		double share = (double)f.replayed / (double)f.ops;
+		if (share < worst)
+			worst = share;
+		sum.ops += f.ops, sum.replayed += f.replayed, sum.divergences += f.divergences;
+	}
+	double per_step = (double)sum.divergences / (SEEDS * (STEPS - 5));
+	print_message("replayed %.4f (worst %.3f), %.3f divergences per step\n",
+	              (double)sum.replayed / (double)sum.ops, worst, per_step);
+	assert_true(worst >= 0.95);
+	assert_true(per_step <= 0.1);
+}
+
+/* With cost samples, chunks the host waits for and chunks whose graph is slower run eagerly for
+ * good. Once the samples are in (15 steps), the other chunks' work replays (95% of what is not
+ * eager for cost) and steps hardly diverge. Before prediction by place, an armed chunk starting
+ * with the same kernel was deferred there and diverged every step: 2.1 divergences per step
+ * (12 in the worst trace), 7.1% of the work run eagerly because of them, 92.5% of the rest
+ * replayed (39% in the worst trace). */
+static void test_layers_with_eager_chunks_do_not_diverge(void **state)
+{
+	static struct trainer t;
+	struct figures sum = { 0 };
+	double worst = 0, worst_share = 1;
+	for (uint32_t seed = 1; seed <= SEEDS; seed++) {
+		struct rng r = { seed * 0x9e3779b97f4a7c15ull };
+		make_trainer(&t, &r, seed);
+		struct figures f = run(&t, true, 15);
+		double per_step = (double)f.divergences / (STEPS - 15);
+		double share = (double)f.replayed / (double)(f.ops - f.gated);
+		if (per_step > worst)
+			worst = per_step;
+		if (share < worst_share)
+			worst_share = share;
+		sum.ops += f.ops, sum.replayed += f.replayed, sum.divergences += f.divergences;
+		sum.diverged_ops += f.diverged_ops, sum.gated += f.gated;
+	}
+	double per_step = (double)sum.divergences / (SEEDS * (STEPS - 15));
+	print_message("%.3f divergences per step (worst trace %.2f), %.4f of the work diverged; "
+	              "replayed %.4f of what is not eager for cost (worst %.3f)\n", per_step, worst,
+	              (double)sum.diverged_ops / (double)sum.ops,
+	              (double)sum.replayed / (double)(sum.ops - sum.gated), worst_share);
+	assert_true(per_step <= 0.1);
+	assert_true(worst <= 0.5);
+	assert_true(worst_share >= 0.95);
+}
+
+/* The sites where deferred work keeps diverging, for the report: the same kernel arriving where
+ * the chunk expected another counts at one site (by name, whatever its signature), names are
+ * copied (cut to CG_SITE_NAME - 1 bytes), an op without one is named by its hash. */
+static void submit_named(struct fake_backend *fb, struct cg_stream *s, const unsigned char *sig,
+                         const char *name, uint64_t step)
+{
+	uint64_t args[3] = { 0x7000000ull, step, 1 };
+	struct cg_op o = { .sig = sig, .sig_len = 40, .args = args, .args_len = 24, .name = name };
+	fake_submit(fb, s, 0, &o);
+}
+
+static void test_divergence_sites(void **state)
+{
+	enum { OPS = 40, ODD = 25 };
+	static unsigned char sig[OPS + 3][40];
+	static char names[OPS][8], long_name[300];
+	struct rng r = { 99 };
+	for (int k = 0; k < OPS + 3; k++)
+		for (int i = 0; i < 40; i++)
+			sig[k][i] = (unsigned char)rnd(&r);
+	for (int k = 0; k < OPS; k++)
+		snprintf(names[k], sizeof(names[k]), "k%d", k);
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	struct fake_backend fb;
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	cfg.measure = false;
+	fake_backend_init(&fb, 7);
+	struct cg_engine *e = cg_engine_new(&cfg, &fb.table, &fb);
+	assert_non_null(e);
+	struct cg_stream *s = cg_stream_new(e, fake_stream(0), 0);
+	assert_non_null(s);
+	/* Steps 10 to 12 run another kernel named "odd" at op ODD (another signature each time),
+	 * step 13 one with a long name, step 14 one without a name. */
+	for (int st = 0; st < 15; st++) {
+		for (int k = 0; k < OPS; k++) {
+			bool odd = k == ODD && st >= 10;
+			const char *name = !odd ? names[k] : st < 13 ? "odd" : st == 13 ? long_name : NULL;
+			submit_named(&fb, s, odd ? sig[OPS + (st < 13 ? st - 10 : 2)] : sig[k], name,
+			             (uint64_t)st);
+		}
+		fake_boundary(&fb, s, 0, CG_R_SYNC);
+	}
+	uint32_t at = fb.last_divergence.chunk_ops;  /* where it diverged in the chunk */
+	struct cg_divergence_site site[4];
+	uint32_t n = cg_engine_divergence_sites(e, site, 4);
+	assert_int_equal(n, 3);
+	assert_int_equal(site[0].count, 3);
+	assert_string_equal(site[0].expected, "k25");
+	assert_string_equal(site[0].got, "odd");
+	assert_int_equal(site[0].at, at);
+	assert_true(site[0].ops > at);
+	assert_int_equal(strlen(site[1].got), CG_SITE_NAME - 1);
+	assert_int_equal(site[1].count, 1);
+	assert_true(site[2].got[0] == '#' && strlen(site[2].got) == 17);
+	assert_int_equal(cg_engine_divergence_sites(e, site, 1), 1);
+	assert_int_equal(site[0].count, 3);
+	cg_stream_free(s, CG_R_NONE);
+	/* the sites outlive the stream (and its kernel names) */
+	assert_int_equal(cg_engine_divergence_sites(e, site, 4), 3);
+	cg_engine_free(e, false);
+	char msg[128];
+	if (!fake_backend_same(&fb, msg, sizeof(msg)))
+		fail_msg("%s", msg);
+	assert_int_equal(fb.contract_errors, 0);
+	fake_backend_fini(&fb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layers_replay_after_warmup),
+		cmocka_unit_test(test_layers_with_eager_chunks_do_not_diverge),
+		cmocka_unit_test(test_divergence_sites),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
