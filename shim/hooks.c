@@ -6,6 +6,7 @@
 #include "checks.h"
 #include "counts.h"
 #include "driver.h"
+#include "image.h"
 #include "shim.h"
 #include "sig.h"
 #include "stream.h"
@@ -160,6 +161,8 @@ static CUresult unloaded(void)
 
 CG_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
+	if (!cg_shim_disabled()) /* (a fork child's is: the table's lock may be held forever) */
+		cg_image_forget((uintptr_t)hmod); /* the handle may be reused by the next load */
 	if (active()) {
 		COUNT(cuModuleUnload);
 		unloaded();
@@ -169,6 +172,8 @@ CG_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 
 CG_EXPORT CUresult cuLibraryUnload(CUlibrary library)
 {
+	if (!cg_shim_disabled())
+		cg_image_forget((uintptr_t)library);
 	if (active()) {
 		COUNT(cuLibraryUnload);
 		unloaded();
