@@ -781,16 +781,20 @@ static void record_one(void *arg, const struct cg_image_kernel *k)
 	}
 }
 
-void cg_image_record(uintptr_t owner, const void *image, size_t limit, cg_image_sm_fn want_sm)
+int cg_image_record(uintptr_t owner, const void *image, size_t limit, cg_image_sm_fn want_sm)
 {
 	if (!owner)
-		return;
+		return -1;
 	pthread_mutex_lock(&table_lock);
 	forget_locked(owner);
 	struct record r = { owner, false };
-	if (cg_image_scan(image, limit, want_sm, record_one, &r) < 0 || r.failed)
+	int n = cg_image_scan(image, limit, want_sm, record_one, &r);
+	if (n < 0 || r.failed) {
 		forget_locked(owner); /* half a module could hide that a name is ambiguous */
+		n = -1;
+	}
 	pthread_mutex_unlock(&table_lock);
+	return n;
 }
 
 void cg_image_forget(uintptr_t owner)

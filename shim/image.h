@@ -41,8 +41,9 @@ uint64_t cg_image_fingerprint(uint32_t n, const uint32_t *off, const uint32_t *s
 /* The process-wide table: (owner, kernel name) -> parameter count and fingerprint, where the
  * owner is the CUmodule or CUlibrary the image was loaded as. A name that the image states twice
  * with different layouts is ambiguous and answers nothing. */
-/* Records the kernels of an image just loaded as `owner` (replacing what `owner` had). */
-void cg_image_record(uintptr_t owner, const void *image, size_t limit, cg_image_sm_fn want_sm);
+/* Records the kernels of an image just loaded as `owner` (replacing what `owner` had); returns
+ * how many the image stated (the same name in several entries counts each time), -1: none kept. */
+int cg_image_record(uintptr_t owner, const void *image, size_t limit, cg_image_sm_fn want_sm);
 /* The module or library `owner` is gone: its handle may be reused. */
 void cg_image_forget(uintptr_t owner);
 /* The parameter count of kernel `name` of `owner` (and its fingerprint), or -1: unknown. */

@@ -9,6 +9,7 @@
 #include "image.h"
 #include "shim.h"
 #include "json.h"
+#include "log.h"
 #include "options.h"
 #include "sig.h"
 
@@ -156,9 +157,13 @@ static int from_image(CUfunction f, bool *as_kernel, uint32_t *off, uint32_t *si
 	      : CG_REAL(cuFuncGetModule)((CUmodule *)&owner, f);
 	uint64_t fp = 0;
 	int n = r == CUDA_SUCCESS ? cg_image_params((uintptr_t)owner, name, &fp) : -1;
-	if (n < 0 || n > MAX_PARAMS || query_known(f, k, off, size, n) != n ||
-	    cg_image_fingerprint((uint32_t)n, off, size) != fp)
+	if (n < 0 || n > MAX_PARAMS)
 		return -1;
+	if (query_known(f, k, off, size, n) != n || cg_image_fingerprint((uint32_t)n, off, size) != fp) {
+		cg_log(CG_LOG_DEBUG, "%.200s: the driver's parameters are not the %d its image states: probed",
+		       name ? name : "?", n);
+		return -1;
+	}
 	return n;
 }
 

@@ -10,6 +10,7 @@
 #include "counts.h"
 #include "driver.h"
 #include "image.h"
+#include "log.h"
 #include "shim.h"
 
 /* Records even on pass-through threads (NCCL's own loads): reading an image makes no driver
@@ -53,15 +54,21 @@ static unsigned current_sm(void)
 	return (unsigned)(major * 10 + minor);
 }
 
-static CUresult loaded(CUresult r, const void *handle, const void *image)
+static void noted(const char *entry, const void *handle, int n)
+{
+	cg_log(CG_LOG_DEBUG, "%s: %d kernel layouts read from the image of %p%s", entry, n < 0 ? 0 : n,
+	       handle, n < 0 ? " (image not understood)" : "");
+}
+
+static CUresult loaded(const char *entry, CUresult r, const void *handle, const void *image)
 {
 	if (r == CUDA_SUCCESS && handle && image && recording())
-		cg_image_record((uintptr_t)handle, image, SIZE_MAX, current_sm);
+		noted(entry, handle, cg_image_record((uintptr_t)handle, image, SIZE_MAX, current_sm));
 	return r;
 }
 
 /* A file the driver has just loaded, mapped read-only for the scan; its size bounds it. */
-static CUresult loaded_file(CUresult r, const void *handle, const char *path)
+static CUresult loaded_file(const char *entry, CUresult r, const void *handle, const char *path)
 {
 	if (r != CUDA_SUCCESS || !handle || !path || !recording())
 		return r;
@@ -72,7 +79,7 @@ static CUresult loaded_file(CUresult r, const void *handle, const char *path)
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
 		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (p != MAP_FAILED) {
-			cg_image_record((uintptr_t)handle, p, (size_t)st.st_size, current_sm);
+			noted(entry, handle, cg_image_record((uintptr_t)handle, p, (size_t)st.st_size, current_sm));
 			munmap(p, (size_t)st.st_size);
 		}
 	}
@@ -90,7 +97,7 @@ CG_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
 	REAL_OR_MISSING(cuModuleLoadData);
 	CUresult r = CG_REAL(cuModuleLoadData)(module, image);
-	return loaded(r, r == CUDA_SUCCESS && module ? *module : NULL, image);
+	return loaded("cuModuleLoadData", r, r == CUDA_SUCCESS && module ? *module : NULL, image);
 }
 
 CG_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
@@ -98,14 +105,14 @@ CG_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsig
 {
 	REAL_OR_MISSING(cuModuleLoadDataEx);
 	CUresult r = CG_REAL(cuModuleLoadDataEx)(module, image, numOptions, options, optionValues);
-	return loaded(r, r == CUDA_SUCCESS && module ? *module : NULL, image);
+	return loaded("cuModuleLoadDataEx", r, r == CUDA_SUCCESS && module ? *module : NULL, image);
 }
 
 CG_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 {
 	REAL_OR_MISSING(cuModuleLoadFatBinary);
 	CUresult r = CG_REAL(cuModuleLoadFatBinary)(module, fatCubin);
-	return loaded(r, r == CUDA_SUCCESS && module ? *module : NULL, fatCubin);
+	return loaded("cuModuleLoadFatBinary", r, r == CUDA_SUCCESS && module ? *module : NULL, fatCubin);
 }
 
 CG_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
@@ -116,14 +123,14 @@ CG_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit
 	REAL_OR_MISSING(cuLibraryLoadData);
 	CUresult r = CG_REAL(cuLibraryLoadData)(library, code, jitOptions, jitOptionsValues, numJitOptions,
 	                                        libraryOptions, libraryOptionValues, numLibraryOptions);
-	return loaded(r, r == CUDA_SUCCESS && library ? *library : NULL, code);
+	return loaded("cuLibraryLoadData", r, r == CUDA_SUCCESS && library ? *library : NULL, code);
 }
 
 CG_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 {
 	REAL_OR_MISSING(cuModuleLoad);
 	CUresult r = CG_REAL(cuModuleLoad)(module, fname);
-	return loaded_file(r, r == CUDA_SUCCESS && module ? *module : NULL, fname);
+	return loaded_file("cuModuleLoad", r, r == CUDA_SUCCESS && module ? *module : NULL, fname);
 }
 
 CG_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
@@ -134,5 +141,5 @@ CG_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileNam
 	REAL_OR_MISSING(cuLibraryLoadFromFile);
 	CUresult r = CG_REAL(cuLibraryLoadFromFile)(library, fileName, jitOptions, jitOptionsValues, numJitOptions,
 	                                            libraryOptions, libraryOptionValues, numLibraryOptions);
-	return loaded_file(r, r == CUDA_SUCCESS && library ? *library : NULL, fileName);
+	return loaded_file("cuLibraryLoadFromFile", r, r == CUDA_SUCCESS && library ? *library : NULL, fileName);
 }
