@@ -5,6 +5,7 @@
 #include "context.h"
 #include "counts.h"
 #include "driver.h"
+#include "image.h"
 #include "report.h"
 #include "shim.h"
 #include "sig.h"
@@ -159,6 +160,8 @@ static CUresult unloaded(void)
 
 CG_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
+	if (!cg_shim_disabled()) /* (a fork child's is: the table's lock may be held forever) */
+		cg_image_forget((uintptr_t)hmod); /* the handle may be reused by the next load */
 	if (active()) {
 		COUNT(cuModuleUnload);
 		unloaded();
@@ -168,6 +171,8 @@ CG_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 
 CG_EXPORT CUresult cuLibraryUnload(CUlibrary library)
 {
+	if (!cg_shim_disabled())
+		cg_image_forget((uintptr_t)library);
 	if (active()) {
 		COUNT(cuLibraryUnload);
 		unloaded();

@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "driver.h"
+#include "image.h"
 #include "shim.h"
 #include "json.h"
+#include "log.h"
 #include "options.h"
 #include "sig.h"
 
@@ -91,7 +93,7 @@ static bool counts_resolved;
  * CUkernels; a launch may pass either. With a count entry point every query is in range, so no
  * call fails (a debugger or compute-sanitizer lists every failing driver call as the program's
  * error). Older drivers are probed up to the first CUDA_ERROR_INVALID_VALUE, "no such
- * parameter", the one failing call they leave no way around. */
+ * parameter", a failing call: only where the loaded image did not state the count (from_image). */
 static int query(CUfunction f, bool as_kernel, uint32_t *off, uint32_t *size, int max)
 {
 	param_count_fn count = as_kernel ? kernel_count : func_count;
@@ -114,6 +116,55 @@ static int query(CUfunction f, bool as_kernel, uint32_t *off, uint32_t *size, in
 		size[n] = (uint32_t)s;
 	}
 	return count ? n : -1;
+}
+
+/* Exactly parameters 0..n-1 of f: n, or -1 when the driver refuses one. */
+static int query_known(CUfunction f, bool as_kernel, uint32_t *off, uint32_t *size, int n)
+{
+	for (int i = 0; i < n; i++) {
+		size_t o = 0, s = 0;
+		CUresult r = as_kernel ? CG_REAL(cuKernelGetParamInfo)((CUkernel)f, (size_t)i, &o, &s)
+		                       : CG_REAL(cuFuncGetParamInfo)(f, (size_t)i, &o, &s);
+		if (r != CUDA_SUCCESS)
+			return -1;
+		off[i] = (uint32_t)o;
+		size[i] = (uint32_t)s;
+	}
+	return n;
+}
+
+/* The layout of f as the image it was loaded from states it (image.c), confirmed by the driver
+ * parameter by parameter; -1 when the image did not say, or said otherwise than the driver (then
+ * the probe decides). Its name and module (library) are asked first: calls that fail only on a
+ * handle of the other kind, which then decides `*as_kernel`. */
+static int from_image(CUfunction f, bool *as_kernel, uint32_t *off, uint32_t *size)
+{
+	const char *name = NULL;
+	void *owner = NULL;
+	bool k = *as_kernel;
+	if (!cg_real[CG_E_cuFuncGetName] || !cg_real[CG_E_cuKernelGetName] ||
+	    !cg_real[CG_E_cuFuncGetModule] || !cg_real[CG_E_cuKernelGetLibrary])
+		return -1;
+	CUresult r = k ? CG_REAL(cuKernelGetName)(&name, (CUkernel)f) : CG_REAL(cuFuncGetName)(&name, f);
+	if (r != CUDA_SUCCESS) {
+		k = !k;
+		r = k ? CG_REAL(cuKernelGetName)(&name, (CUkernel)f) : CG_REAL(cuFuncGetName)(&name, f);
+		if (r != CUDA_SUCCESS)
+			return -1;
+		*as_kernel = k;
+	}
+	r = k ? CG_REAL(cuKernelGetLibrary)((CUlibrary *)&owner, (CUkernel)f)
+	      : CG_REAL(cuFuncGetModule)((CUmodule *)&owner, f);
+	uint64_t fp = 0;
+	int n = r == CUDA_SUCCESS ? cg_image_params((uintptr_t)owner, name, &fp) : -1;
+	if (n < 0 || n > MAX_PARAMS)
+		return -1;
+	if (query_known(f, k, off, size, n) != n || cg_image_fingerprint((uint32_t)n, off, size) != fp) {
+		cg_log(CG_LOG_DEBUG, "%.200s: the driver's parameters are not the %d its image states: probed",
+		       name ? name : "?", n);
+		return -1;
+	}
+	return n;
 }
 
 static int by_offset(const void *a, const void *b)
@@ -145,6 +196,7 @@ static void find_gaps(struct cg_layout *l, struct cg_layout_gap *gaps)
 static const struct cg_layout *ask_driver(CUfunction f)
 {
 	static uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
+	bool known = false; /* n came from the image, confirmed */
 	if (!cg_real[CG_E_cuFuncGetParamInfo] || !cg_real[CG_E_cuKernelGetParamInfo])
 		return &unknown_layout;
 	if (!counts_resolved) {
@@ -153,8 +205,15 @@ static const struct cg_layout *ask_driver(CUfunction f)
 		counts_resolved = cg_driver_ready();
 	}
 	bool as_kernel = is_kernel_locked(f);
-	int n = query(f, as_kernel, off, size, MAX_PARAMS);
-	if (n < 0 || (n == 0 && !(as_kernel ? kernel_count : func_count))) {
+	/* Preferred: the driver's count; then the count the loaded image states; then the probe. */
+	int n = -1;
+	if (!func_count || !kernel_count)
+		n = from_image(f, &as_kernel, off, size);
+	if (n < 0)
+		n = query(f, as_kernel, off, size, MAX_PARAMS);
+	else
+		known = true;
+	if (!known && (n < 0 || (n == 0 && !(as_kernel ? kernel_count : func_count)))) {
 		/* A handle of the other kind (one we did not see handed out), or, probed, perhaps
 		 * really no parameters: the other kind's query decides. */
 		int k = query(f, !as_kernel, off, size, MAX_PARAMS);

@@ -86,6 +86,7 @@ struct cg_func {
   enum cg_magic magic;
   const struct cg_kernel_def *def;
   struct cg_func *other;  /* CUkernel -> its CUfunction */
+  void *owner;            /* the module (CUfunction) or library (CUkernel) it belongs to */
   int attr[CU_FUNC_ATTRIBUTE_MAX];
 };
 /* The definition behind a launch handle, which may be a CUfunction or a CUkernel. */

@@ -139,6 +139,7 @@ static CUresult module_new(struct cg_module **out)
     f->attr[CU_FUNC_ATTRIBUTE_NUM_REGS] = 32;
     f->attr[CU_FUNC_ATTRIBUTE_PTX_VERSION] = 80;
     f->attr[CU_FUNC_ATTRIBUTE_BINARY_VERSION] = 90;
+    f->owner = m;
     *kn = *f;
     kn->magic = CG_KERNEL;
     kn->other = f;
@@ -269,6 +270,27 @@ CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
 {
   CG_ENTER(cuKernelGetName);
   return get_name(name, as(hfunc, CG_KERNEL));
+}
+
+/* A fake module is also the library of its CUkernels. */
+CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
+{
+  CG_ENTER(cuFuncGetModule);
+  struct cg_func *f = as(hfunc, CG_FUNC);
+  if (!f) return answer(CUDA_ERROR_INVALID_HANDLE);
+  if (!hmod) return answer(CUDA_ERROR_INVALID_VALUE);
+  *hmod = (CUmodule)f->owner;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
+{
+  CG_ENTER(cuKernelGetLibrary);
+  struct cg_func *k = as(kernel, CG_KERNEL);
+  if (!k) return answer(CUDA_ERROR_INVALID_HANDLE);
+  if (!pLib) return answer(CUDA_ERROR_INVALID_VALUE);
+  *pLib = (CUlibrary)k->owner;
+  return CUDA_SUCCESS;
 }
 
 static CUresult param_info(struct cg_func *f, size_t index, size_t *offset, size_t *size)

@@ -5,8 +5,13 @@
 #include "fake.h"
 #include <string.h>
 
+/* FAKECUDA_DRIVER_VERSION: the build that plays an older driver leaves out the newer rows (its
+ * export map hides their symbols too). */
+#ifndef FAKECUDA_DRIVER_VERSION
+#define FAKECUDA_DRIVER_VERSION 99999
+#endif
 static const struct proc_row { const char *base; int version; bool ptsz; void *fn; } rows[] = {
-#define CG_API(sym, base, ver, per_thread) { #base, ver, per_thread, (void *)&sym },
+#define CG_API(sym, base, ver, per_thread) { #base, ver > FAKECUDA_DRIVER_VERSION ? 1000000 : ver, per_thread, (void *)&sym },
 #include "api.def"
 #undef CG_API
 };

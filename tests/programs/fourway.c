@@ -2,7 +2,7 @@
  * (a) linked symbols, (b) dlopen("libcuda.so.1") + dlsym, (c) cuGetProcAddress (legacy and
  * per-thread-default-stream variants) found through dlsym, (d) libtritonish, which dlopens the
  * driver itself and launches with cuLaunchKernelEx. Prints `checksum <hex>` and `launches <n>`.
- * usage: fourway [--iters N] [--unlisted] */
+ * usage: fourway [--iters N] [--unlisted] [--image FILE] */
 #include "prog.h"
 #include "tritonish.h"
 #include <dlfcn.h>
@@ -84,14 +84,16 @@ int main(int argc, char **argv)
   int unlisted = prog_flag(argc, argv, "--unlisted");
   prog_init();
   resolve();
-  CUmodule mod = prog_module();
+  const void *image = prog_image(argc, argv);
+  CUmodule mod;
+  CK(cuModuleLoadData(&mod, image));
   CUfunction chain = prog_fn(mod, "cg_chain"), fill = prog_fn(mod, "cg_fill_f32"),
              scale = prog_fn(mod, "cg_scale_f32"), mix = prog_fn(mod, "cg_step_mix"),
              big_arg = prog_fn(mod, "cg_big_arg");
   /* launch handles may be CUkernel, as cuBLAS and the runtime use them */
   CUlibrary lib;
   CUkernel axpy_kernel;
-  CK(cuLibraryLoadData(&lib, kernels_ptx, NULL, NULL, 0, NULL, NULL, 0));
+  CK(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
   CK(cuLibraryGetKernel(&axpy_kernel, lib, "cg_axpy_f32"));
   CUfunction axpy = (CUfunction)axpy_kernel;
 

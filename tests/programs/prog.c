@@ -39,6 +39,23 @@ CUmodule prog_module(void)
   return m;
 }
 
+const void *prog_image(int argc, char **argv)
+{
+  const char *path = prog_opt(argc, argv, "--image");
+  if (!path) return kernels_ptx;
+  FILE *f = fopen(path, "rb");
+  long n = -1;
+  if (f && fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (!buf || fseek(f, 0, SEEK_SET) != 0 || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    fprintf(stderr, "cannot read %s\n", path);
+    exit(1);
+  }
+  buf[n] = '\0';  /* PTX is text */
+  fclose(f);
+  return buf;
+}
+
 CUfunction prog_fn(CUmodule m, const char *name)
 {
   CUfunction f;

@@ -15,6 +15,8 @@ CUcontext prog_init(void);
 /* The same on device `ordinal` modulo the device count (one rank per GPU). */
 CUcontext prog_init_device(int ordinal);
 CUmodule prog_module(void);
+/* The image of `--image FILE` (a fat binary, cubin or PTX built from kernels.cu), else kernels_ptx. */
+const void *prog_image(int argc, char **argv);
 CUfunction prog_fn(CUmodule m, const char *name);
 
 /* FNV-1a style mixing: any reordering, loss or duplication of inputs changes the result. */
