@@ -101,6 +101,8 @@ void cg_scratch_push(struct cg_scratch *sc, const struct cg_op *op, uint64_t has
 void cg_scratch_op(const struct cg_scratch *sc, uint32_t i, struct cg_op *out);
 uint64_t cg_scratch_key(const struct cg_scratch *sc);
 void cg_scratch_reset(struct cg_scratch *sc);
+/* Forget the first k ops (k < n): the rest is the chunk, with the key it would have had. */
+void cg_scratch_drop_front(struct cg_scratch *sc, uint32_t k);
 
 bool cg_index_init(struct cg_index *ix, cg_realloc_fn mem);
 /* Frees every chunk; their graphs must be gone already. */

@@ -14,6 +14,7 @@
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
+#define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
 
 struct cg_engine {
 	struct cg_engine_config cfg;
@@ -300,9 +301,10 @@ static enum cg_reason build(struct cg_stream *s, struct cg_chunk *t, const char 
 	return CG_R_NONE;
 }
 
-/* One more occurrence of `t` ran eagerly (learning): advance its state. Returns the reason
- * its ops ran eagerly. */
-static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const char **detail)
+/* One more occurrence of `t` ran eagerly (learning), its content seen `sightings` times in
+ * the loop so far (loop.h): advance its state. Returns the reason its ops ran eagerly. */
+static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sightings,
+                              const char **detail)
 {
 	const struct cg_engine_config *cfg = &s->e->cfg;
 	enum cg_reason r;
@@ -310,7 +312,8 @@ static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const cha
 	switch (t->state) {
 	case CG_CHUNK_LEARNING:
 		cg_chunk_note_args(t, &s->sc);
-		if (++t->seen < cfg->warmup)
+		t->seen = t->seen + 1 > sightings ? t->seen + 1 : sightings;
+		if (t->seen < cfg->warmup)
 			return CG_R_LEARNING;
 		t->state = CG_CHUNK_IDLE;
 		uint64_t constant, changing;
@@ -341,8 +344,10 @@ static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const cha
 	return CG_R_LEARNING;
 }
 
-/* End the learning chunk: find or add its template, let it advance, count its eager ops. */
-static void cut(struct cg_stream *s, bool learn)
+/* End the learning chunk: find or add its template, let it advance, count its eager ops.
+ * `latest`: the chunk ends with the latest op the loop detector saw (not so after a divergence,
+ * whose op is not part of it), so the loop can say how often it occurred already. */
+static void cut(struct cg_stream *s, bool learn, bool latest)
 {
 	struct cg_scratch *sc = &s->sc;
 	cg_loop_chunk_end(&s->per, !s->length_cut);
@@ -357,7 +362,7 @@ static void cut(struct cg_stream *s, bool learn)
 		if (!t)
 			t = cg_index_add(&s->ix, sc);
 		if (t)
-			r = learned(s, t, &detail);
+			r = learned(s, t, latest ? cg_loop_sightings(&s->per, sc->n) : 1, &detail);
 	}
 	bool report = s->why == CG_R_NONE;
 	if (!report)
@@ -414,7 +419,10 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 		t->occ_epoch = epoch;
 		t->occ = 0;
 	}
-	uint32_t k = t->occ++ % CG_INSTANCES;
+	/* A short loop's unit of 8 ops recurs four times as often as a chunk of 32 would: as many
+	 * nodes in all keep every position its own instance (a kernel launched 1000 times). */
+	uint32_t most = CG_INSTANCE_OPS / t->n > CG_INSTANCES ? CG_INSTANCE_OPS / t->n : CG_INSTANCES;
+	uint32_t k = t->occ++ % most;
 	if (k < t->ninst)
 		return k;
 	if (k == t->ninst && add_instance(s, t))
@@ -650,7 +658,22 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	/* The deferred ops end where the loop is cut (loop.c): they are a chunk of their own, as
 	 * they are where they were learned, so that the cuts after them stay in step. */
 	if (cg_loop_cut_before(&s->per))
-		cut(s, true);
+		cut(s, true, false);
+}
+
+/* A unit of a short loop ends here, after ops that are no part of it (the stretch before the
+ * loop was found, extra work): they ran eagerly and are forgotten, so that the unit is learned
+ * as the chunk it will be. The flushed ops come first in the scratch, then the passed ones. */
+static void drop_front(struct cg_stream *s, uint32_t k)
+{
+	uint32_t flushed = s->sc.n - s->passed;
+	uint32_t passed = k > flushed ? k - flushed : 0;
+	if (passed)
+		fallback(s, s->why != CG_R_NONE ? s->why : CG_R_LEARNING, passed, false,
+		         (struct cg_event){ 0 });
+	s->passed -= passed;
+	s->chunk_first += k;
+	cg_scratch_drop_front(&s->sc, k);
 }
 
 /* The op runs eagerly (the caller submits it) and is learned. */
@@ -661,10 +684,21 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	s->passed++;
 	ST(s, ops_eager, 1);
 	uint32_t n = s->sc.n;
-	bool pinned = (n >= e->chunk_min && (hash >> 32) < e->cdc_below) || s->per.cut;
-	if (pinned || n >= e->cfg.chunk_max) {
-		s->length_cut = !pinned;
-		cut(s, true);
+	/* A loop no longer than a chunk is cut at its units only (loop.h): a content-defined cut
+	 * would make its chunks longer or shorter than a unit, or out of step with it. */
+	bool content = !s->per.unit && n >= e->chunk_min && (hash >> 32) < e->cdc_below;
+	if (s->per.cut && s->per.unit && n > s->per.unit)
+		drop_front(s, n - s->per.unit);
+	/* Before a short loop's first unit ends, what comes before it can go, not the unit. */
+	if (n >= e->cfg.chunk_max && s->per.unit && s->per.due_at != UINT64_MAX) {
+		uint64_t start = s->per.due_at + 1 - s->per.unit;
+		if (start > s->chunk_first && start - s->chunk_first < n)
+			drop_front(s, (uint32_t)(start - s->chunk_first));
+		n = s->sc.n;
+	}
+	if (content || s->per.cut || n >= e->cfg.chunk_max) {
+		s->length_cut = !content && !s->per.cut;
+		cut(s, true, true);
 	}
 	return CG_PASS;
 }
@@ -773,10 +807,12 @@ static void end_deferral(struct cg_stream *s, enum cg_reason why)
 void cg_boundary(struct cg_stream *s, enum cg_reason why)
 {
 	ST(s, boundaries, 1);
+	if (!s->at_boundary)
+		cg_loop_boundary(&s->per);
 	s->epoch++;
 	if (s->deferring)
 		end_deferral(s, why);
-	cut(s, true);
+	cut(s, true, true);
 	if (s->e->cfg.measure && (why == CG_R_SYNC || why == CG_R_HOST_COPY))
 		control_wait(s->e);
 	/* The host now waits for the chunk that just ran (see cg_stream_timing: EXPOSED). */
@@ -951,8 +987,8 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->cand_cap = 8;
 	s->at_boundary = true;
 	s->budget_ns = e->cfg.defer_budget_ns;
-	/* a loop of one kernel: chunks of half the longest */
-	cg_loop_init(&s->per, e->cfg.chunk_max / 2);
+	/* a loop longer than a chunk: anchor cuts at least half the longest chunk apart */
+	cg_loop_init(&s->per, e->cfg.chunk_max / 2, e->cfg.chunk_max, e->cfg.warmup);
 	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));
 	s->ops = e->mem(NULL, e->cfg.chunk_max * sizeof(*s->ops));
 	bool sc_ok = cg_scratch_init(&s->sc, e->cfg.chunk_max, e->mem);
@@ -992,7 +1028,7 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 	if (!driver_gone) {
 		if (s->deferring)
 			end_deferral(s, why);
-		cut(s, false);
+		cut(s, false, false);
 	}
 	for (uint32_t i = 0; i <= s->ix.key_mask; i++)
 		if (s->ix.by_key[i])
