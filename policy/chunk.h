@@ -54,6 +54,8 @@ struct cg_chunk {
 	double eager_us, graph_us;
 	uint32_t samples;
 	uint8_t timed_eager, timed_graph, timing_asks;  /* runs sampled for the cost gate, asks */
+	bool timing_done;              /* the samples so far settle the cost gate's decision */
+	uint64_t timed_at;             /* `launched` when its latest sample was taken */
 	bool waited;                   /* launched at a boundary where the host waits for the GPU */
 	struct cg_chunk *armed_next;   /* next armed chunk whose first op has the same hash */
 	uint64_t *hash;                /* [n] */

@@ -434,17 +434,25 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
  * occurrences alternate between its ops submitted eagerly and its graph, each timed by the
  * backend on the GPU, until CG_TIMING_SAMPLES of each; the backend returns them through
  * cg_stream_timing. Either way the ops are exactly the program's, run once, in order. The
- * backend may decline a sample (busy, or timing failed): a chunk asks only so often. */
+ * backend may decline a sample (busy, or timing failed): a chunk asks only so often.
+ * An eager sample costs the replay of an occurrence, so a pair taken is waited for (up to
+ * CG_TIMING_WAIT launches, should it never come back) before the next, and a chunk whose
+ * samples already show it winning takes no more (cg_stream_timing). */
 #define CG_TIMING_SAMPLES 3
 #define CG_TIMING_ASKS 12
+#define CG_TIMING_WAIT 16
 
 enum timing { UNTIMED, TIME_EAGER, TIME_GRAPH };
 
 static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
 {
 	if (!s->e->be->time_begin || !t->launched || t->timing_asks >= CG_TIMING_ASKS ||
+	    t->timing_done ||
 	    (t->timed_eager >= CG_TIMING_SAMPLES && t->timed_graph >= CG_TIMING_SAMPLES))
 		return UNTIMED;
+	if (t->timed_eager == t->timed_graph && t->samples < t->timed_graph &&
+	    t->launched < t->timed_at + CG_TIMING_WAIT)
+		return UNTIMED;  /* a pair is out */
 	t->timing_asks++;
 	return t->timed_eager <= t->timed_graph ? TIME_EAGER : TIME_GRAPH;
 }
@@ -459,6 +467,7 @@ static bool eager_sample(struct cg_stream *s, struct cg_chunk *t)
 	e->be->time_end(e->be_ctx, s->be_stream, true);
 	__atomic_fetch_add(&s->e->timed, 1, __ATOMIC_RELAXED);
 	t->timed_eager++;
+	t->timed_at = t->launched;
 	t->last_used = ++s->tick;
 	fallback(s, CG_R_COST_SAMPLE, t->n, false, (struct cg_event){ 0 });
 	chunk_reset(s);
@@ -542,6 +551,7 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 		e->be->time_end(e->be_ctx, s->be_stream, !r);
 		__atomic_fetch_add(&s->e->timed, 1, __ATOMIC_RELAXED);
 		t->timed_graph += !r;
+		t->timed_at = t->launched + 1;
 	}
 	ST(s, patches, patched);
 	if (r) {
@@ -916,7 +926,13 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, 
 	double host_saved = t->n * c->launch_host_us - c->graph_launch_host_us;
 	if (host_saved < 0)
 		host_saved = 0;
-	if (++t->samples < 3)
+	++t->samples;
+	/* No slower on the GPU and far from exposed: no sample can come that the gate would act on
+	 * but one far off these, so the eager runs that would show it stop here. */
+	if (t->graph_us <= t->eager_us &&
+	    t->graph_us * (t->n - 1) / t->n <= t->samples * host_saved / 2)
+		t->timing_done = true;
+	if (t->samples < 3)
 		return;
 	enum cg_reason r = CG_R_NONE;
 	if (t->graph_us > t->eager_us * 1.02 && t->graph_us - t->eager_us > t->samples * host_saved)

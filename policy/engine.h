@@ -90,7 +90,9 @@ void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
  * (reason COST_GATE): eager samples are submitted in a burst, so they measure the GPU alone,
  * while a graph's gain is on the host. A chunk launched where the host then waits (SYNC,
  * HOST_COPY boundaries) whose graph's GPU time exceeds that saving is disabled too (EXPOSED).
- * Call with the stream's lock held. */
+ * A chunk whose samples show its graph no slower than its eager ops, and its GPU time under
+ * half the host time it saves, is settled: it is sampled no more (each eager sample is an
+ * occurrence not replayed). Call with the stream's lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, double graph_us);
 
 /* Statistics for the report (sums over all streams, atomically maintained): policy/stats.def. */

@@ -308,8 +308,9 @@ static void make_blas_step(struct loop *l)
 }
 
 /* 40 steps, a host copy every 10: replayed from the fourth step on (the first three are seen,
- * the fourth replays), also with a copy every step or every 5, and 43 steps (a tail without
- * its copy). */
+ * the fourth replays) and one step's eager cost sample, so at least 90% of all ops replayed,
+ * counting from the first; also with a copy every step or every 5, and 43 steps (a tail
+ * without its copy). */
 static void test_short_loop_with_host_copies(void **state)
 {
 	static struct loop l;
@@ -327,6 +328,9 @@ static void test_short_loop_with_host_copies(void **state)
 				              (unsigned long long)res.learning, (unsigned long long)res.samples);
 			assert_true(res.first >= 1 && res.first <= 3 + 2);
 			assert_true(res.learning <= 3 * 14);  /* three steps seen, no more */
+			assert_true(res.samples <= 14);       /* one eager sample: graphs win */
+			assert_true(res.replayed * 10 >= res.ops * 9);  /* 90%, exactly */
+			assert_true(res.after >= 0.95);
 		}
 }
 
