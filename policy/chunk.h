@@ -56,7 +56,8 @@ struct cg_chunk {
 	uint8_t timed_eager, timed_graph, timing_asks;  /* runs sampled for the cost gate, asks */
 	bool timing_done;              /* the samples so far settle the cost gate's decision */
 	uint64_t timed_at;             /* `launched` when its latest sample was taken */
-	bool waited;                   /* launched at a boundary where the host waits for the GPU */
+	uint64_t waits;                /* runs the host waited for right after (a sync, a copy to
+	                                  the host): each exposes the chunk's GPU time */
 	struct cg_chunk *armed_next;   /* next armed chunk whose first op has the same hash */
 	uint64_t *hash;                /* [n] */
 	uint64_t *changed;             /* [n] bit w: argument word w changed during warmup (the

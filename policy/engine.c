@@ -829,7 +829,7 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && s->just_launched) {
 		struct cg_chunk *t = cg_index_find_key(&s->ix, s->just_launched);
 		if (t)
-			t->waited = true;
+			t->waits++;
 		s->just_launched = 0;  /* marked (a later wait would mark it again, to no effect) */
 	}
 	s->at_boundary = true;
@@ -940,9 +940,15 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, 
 	/* Deferred, a chunk the host then waits for (.item(), a sync) starts on the GPU only when
 	 * the host is already waiting: its whole GPU time is waited for, where eager launches would
 	 * have run while the host submitted them (all but about the last op's share). Worth it only
-	 * while that costs less than the launch time its graph saves. */
-	else if (t->waited && t->graph_us * (t->n - 1) / t->n > t->samples * host_saved)
-		r = CG_R_EXPOSED;
+	 * while that costs less than the launch time its graph saves. It is paid where the host
+	 * waits, the saving at every run: a chunk waited for at one run in ten (a copy to the host
+	 * every 10 steps of a loop of one chunk) pays a tenth of it. */
+	else if (t->waits) {
+		uint64_t runs = t->launched + t->timed_eager;
+		double share = runs > t->waits ? (double)t->waits / (double)runs : 1.0;
+		if (share * t->graph_us * (t->n - 1) / t->n > t->samples * host_saved)
+			r = CG_R_EXPOSED;
+	}
 	if (r == CG_R_NONE)
 		return;
 	disable(s, t, r);

@@ -696,6 +696,29 @@ static void test_exposed_chunk_before_sync(void **state)
 	}
 }
 
+/* The same chunk with the host waiting after one iteration in ten (a copy to the host every 10
+ * steps): its exposure is paid at one run in ten, its saving at every run, so it keeps its
+ * graph with the times that make a chunk waited for every time stay eager. */
+static void test_exposed_now_and_then(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 20; it++)
+		iteration_to(&r, 0, it % 10 == 9 ? CG_R_SYNC : CG_R_EVENT);
+	uint64_t key = r.fb.last_built_key;
+	double saved = r.fb.last_built_ops * 3.4 - 2.5;
+	for (int i = 0; i < 3; i++)
+		cg_stream_timing(r.s[0], key, 2 * saved, 2 * saved);
+	assert_int_equal(stats(&r).chunks_disabled, 0);
+	uint64_t before = stats(&r).ops_replayed;
+	for (int it = 20; it < 30; it++)
+		iteration_to(&r, 0, it % 10 == 9 ? CG_R_SYNC : CG_R_EVENT);
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.fallbacks[CG_R_EXPOSED], 0);
+	assert_int_equal(st.ops_replayed - before, 10 * LOOP);
+	rig_down(&r);
+}
+
 static void test_max_graphs_evicts_lru(void **state)
 {
 	struct rig r;
@@ -930,6 +953,7 @@ int main(void)
 		cmocka_unit_test(test_cost_gate_weighs_host_saving),
 		cmocka_unit_test(test_every_node_patched_judged_by_times),
 		cmocka_unit_test(test_exposed_chunk_before_sync),
+		cmocka_unit_test(test_exposed_now_and_then),
 		cmocka_unit_test(test_max_graphs_evicts_lru),
 		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),
 		cmocka_unit_test(test_record_only_never_defers),
