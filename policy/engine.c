@@ -421,7 +421,9 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 	}
 	/* A short loop's unit of 8 ops recurs four times as often as a chunk of 32 would: as many
 	 * nodes in all keep every position its own instance (a kernel launched 1000 times). */
-	uint32_t most = CG_INSTANCE_OPS / t->n > CG_INSTANCES ? CG_INSTANCE_OPS / t->n : CG_INSTANCES;
+	uint32_t most = CG_INSTANCE_OPS / t->n;
+	if (most < CG_INSTANCES)
+		most = CG_INSTANCES;
 	uint32_t k = t->occ++ % most;
 	if (k < t->ninst)
 		return k;

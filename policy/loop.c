@@ -166,9 +166,9 @@ void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx)
 
 void cg_loop_try_lock(struct cg_loop *p, uint64_t t)
 {
-	uint32_t need = LOCK_RUN;
+	uint32_t need = LOCK_RUN, ops = p->cand + MIN_MATCH;  /* ops to match: run + CONTEXT - 1 */
 	if (p->cand < LOCK_RUN)
-		need = p->cand + MIN_MATCH > CG_PERIOD_CONTEXT ? p->cand + MIN_MATCH - CG_PERIOD_CONTEXT + 1 : 1;
+		need = ops > CG_PERIOD_CONTEXT ? ops - CG_PERIOD_CONTEXT + 1 : 1;
 	if (p->cand && p->run >= need)
 		lock(p, t);
 }

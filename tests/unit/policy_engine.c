@@ -500,12 +500,13 @@ static void hand_back(struct rig *r, double eager_us, double graph_us)
 	for (int i = 0; i < sampled.n; i++) {
 		if (sampled.back[i] || !sampled.graph[i])
 			continue;
-		for (int j = 0; j < sampled.n; j++)
-			if (!sampled.back[j] && !sampled.graph[j] && sampled.key[j] == sampled.key[i]) {
-				sampled.back[i] = sampled.back[j] = true;
-				cg_stream_timing(r->s[0], sampled.key[i], eager_us, graph_us);
-				break;
-			}
+		for (int j = 0; j < sampled.n; j++) {
+			if (sampled.back[j] || sampled.graph[j] || sampled.key[j] != sampled.key[i])
+				continue;
+			sampled.back[i] = sampled.back[j] = true;
+			cg_stream_timing(r->s[0], sampled.key[i], eager_us, graph_us);
+			break;
+		}
 	}
 }
 

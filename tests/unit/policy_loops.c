@@ -165,9 +165,9 @@ static void test_every_loop_replays_after_warmup(void **state)
 		uint32_t first;
 		double share = run_loop(&l, &r, &cfg, &measured, &first);
 		if (verbose)
-			print_message("period %5u prologue %5u kinds %2u sync %d extra %u: %.3f, first "
-			              "replay in iteration %u\n", l.period, l.prologue, l.kinds, l.sync,
-			              l.extra_ppm, share, first);
+			print_message("period %5u prologue %5u kinds %2u sync %d extra %u: %.3f, "
+			              "first replay in iteration %u\n", l.period, l.prologue, l.kinds,
+			              l.sync, l.extra_ppm, share, first);
 		if (!extra && (!first || first > slowest))
 			slowest = first ? first : UINT32_MAX, slowest_period = l.period;
 		ops += measured;
@@ -292,7 +292,8 @@ static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct sho
 	out->ops = st.ops;
 	out->replayed = st.ops_replayed;
 	out->all = (double)st.ops_replayed / (double)st.ops;
-	out->after = (double)(st.ops_replayed - before.ops_replayed) / (double)(st.ops - before.ops);
+	out->after = (double)(st.ops_replayed - before.ops_replayed) /
+	             (double)(st.ops - before.ops);
 	out->learning = st.fallbacks[CG_R_LEARNING];
 	out->samples = st.fallbacks[CG_R_COST_SAMPLE];
 }
@@ -322,10 +323,11 @@ static void test_short_loop_with_host_copies(void **state)
 			struct short_result res;
 			run_short(&l, iters, every[e], &res);
 			if (verbose || (every[e] == 10 && iters == 40))
-				print_message("14-op loop, %u steps, host copy every %u: replayed %.3f of all ops "
-				              "(%.3f after warm-up), first replay in step %u; eager: %llu learning, "
-				              "%llu cost samples\n", iters, every[e], res.all, res.after, res.first,
-				              (unsigned long long)res.learning, (unsigned long long)res.samples);
+				print_message("14-op loop, %u steps, host copy every %u: replayed %.3f of "
+				              "all ops (%.3f after warm-up), first replay in step %u; eager: "
+				              "%llu learning, %llu cost samples\n", iters, every[e], res.all,
+				              res.after, res.first, (unsigned long long)res.learning,
+				              (unsigned long long)res.samples);
 			assert_true(res.first >= 1 && res.first <= 3 + 2);
 			assert_true(res.learning <= 3 * 14);  /* three steps seen, no more */
 			assert_true(res.samples <= 14);       /* one eager sample: graphs win */
