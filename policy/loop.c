@@ -76,7 +76,8 @@ static void lock(struct cg_loop *p, uint64_t t)
 	p->unit = 0;
 	p->gap = p->long_gap;
 	if (p->period <= p->unit_max) {
-		uint32_t k = (CG_LOOP_UNIT_MIN + p->period - 1) / p->period;
+		uint32_t least = p->period < CG_LOOP_UNIT_MIN ? p->long_gap : 1;
+		uint32_t k = (least + p->period - 1) / p->period;
 		if (k > p->unit_max / p->period)
 			k = p->unit_max / p->period;
 		p->unit = p->gap = k * p->period;

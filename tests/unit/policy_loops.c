@@ -19,10 +19,14 @@
 #define MAX_PERIOD 5000
 #define KINDS 64          /* most distinct kernels a loop uses */
 #define MEASURED 40       /* iterations measured after the warm-up ones */
-/* Ops before any loop can be found repeating: two of the period detector's 16-op contexts. A
- * loop shorter than that is given that many ops of warm-up, and its measured window at least
- * MEASURED chunks of ops (so that the chunk still deferred at the end does not decide it). */
-#define SHORTEST 32
+/* A loop of fewer than 8 ops (one kernel, two) is cut into units of 32 ops, half a chunk (so
+ * that tiny kernels do not pay a graph launch every few of them): it is found repeating after
+ * two of the period detector's 16-op contexts, then its first unit is seen WARMUP times and the
+ * next one replays. It is given that many ops of warm-up (at least WARMUP+2 iterations), and
+ * its measured window at least MEASURED chunks of ops (so that the chunk still deferred at the
+ * end does not decide it). */
+#define SHORT_LOOP 8
+#define SHORTEST 96
 
 
 struct loop {
@@ -89,11 +93,12 @@ static void iteration(struct run *w, struct rng *r, const struct loop *l)
 		fake_boundary(&w->fb, w->s, 0, CG_R_SYNC);
 }
 
-/* Iterations of the program's loop before it replays: WARMUP+2, or SHORTEST ops. */
+/* Iterations of the program's loop before it replays: WARMUP+2, or SHORTEST ops for a loop of
+ * fewer than SHORT_LOOP ops. */
 static uint32_t warmup_iterations(const struct loop *l, const struct cg_engine_config *cfg)
 {
 	uint32_t it = cfg->warmup + 2, shortest = (SHORTEST + l->period - 1) / l->period;
-	return it > shortest ? it : shortest;
+	return l->period >= SHORT_LOOP || it > shortest ? it : shortest;
 }
 
 /* Share of the ops after the warm-up iterations that ran inside graphs; *first: the iteration
