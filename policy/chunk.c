@@ -98,6 +98,28 @@ void cg_scratch_reset(struct cg_scratch *sc)
 	sc->key = 0x243f6a8885a308d3ull;
 }
 
+void cg_scratch_drop_front(struct cg_scratch *sc, uint32_t k)
+{
+	uint32_t n = sc->n - k;
+	memmove(sc->hash, sc->hash + k, n * sizeof(*sc->hash));
+	sc->key = 0x243f6a8885a308d3ull;
+	for (uint32_t i = 0; i < n; i++)
+		sc->key = (cg_rotl64(sc->key, 23) ^ sc->hash[i]) * 0x9e3779b97f4a7c15ull;
+	sc->n = n;
+	if (sc->lossy)
+		return;  /* only hashes are kept */
+	size_t from = sc->sig_off[k];
+	memmove(sc->name, sc->name + k, n * sizeof(*sc->name));
+	memmove(sc->sig_len, sc->sig_len + k, n * sizeof(*sc->sig_len));
+	memmove(sc->args_len, sc->args_len + k, n * sizeof(*sc->args_len));
+	for (uint32_t i = 0; i < n; i++) {
+		sc->sig_off[i] = (uint32_t)(sc->sig_off[i + k] - from);
+		sc->args_off[i] = (uint32_t)(sc->args_off[i + k] - from);
+	}
+	memmove(sc->bytes, sc->bytes + from, sc->used - from);
+	sc->used -= from;
+}
+
 /* ---- index ------------------------------------------------------------------------------ */
 
 bool cg_index_init(struct cg_index *ix, cg_realloc_fn mem)

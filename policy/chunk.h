@@ -54,7 +54,10 @@ struct cg_chunk {
 	double eager_us, graph_us;
 	uint32_t samples;
 	uint8_t timed_eager, timed_graph, timing_asks;  /* runs sampled for the cost gate, asks */
-	bool waited;                   /* launched at a boundary where the host waits for the GPU */
+	bool timing_done;              /* the samples so far settle the cost gate's decision */
+	uint64_t timed_at;             /* `launched` when its latest sample was taken */
+	uint64_t waits;                /* runs the host waited for right after (a sync, a copy to
+	                                  the host): each exposes the chunk's GPU time */
 	uint32_t ends;                 /* times it ended since epoch ends_epoch: which place follows */
 	uint64_t ends_epoch;
 	struct cg_chunk *armed_next;   /* next armed chunk whose first op has the same hash */
@@ -118,6 +121,8 @@ void cg_scratch_push(struct cg_scratch *sc, const struct cg_op *op, uint64_t has
 void cg_scratch_op(const struct cg_scratch *sc, uint32_t i, struct cg_op *out);
 uint64_t cg_scratch_key(const struct cg_scratch *sc);
 void cg_scratch_reset(struct cg_scratch *sc);
+/* Forget the first k ops (k < n): the rest is the chunk, with the key it would have had. */
+void cg_scratch_drop_front(struct cg_scratch *sc, uint32_t k);
 
 bool cg_index_init(struct cg_index *ix, cg_realloc_fn mem);
 /* Frees every chunk; their graphs must be gone already. */

@@ -17,6 +17,7 @@
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
 #define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
 #define CG_PLACE_SETTLED 3    /* runs by which a place's chunk leads another before it is trusted */
+#define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
 
 struct cg_engine {
 	struct cg_engine_config cfg;
@@ -353,9 +354,10 @@ static enum cg_reason build(struct cg_stream *s, struct cg_chunk *t, const char 
 	return CG_R_NONE;
 }
 
-/* One more occurrence of `t` ran eagerly (learning): advance its state. Returns the reason
- * its ops ran eagerly. */
-static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const char **detail)
+/* One more occurrence of `t` ran eagerly (learning), its content seen `sightings` times in
+ * the loop so far (loop.h): advance its state. Returns the reason its ops ran eagerly. */
+static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sightings,
+                              const char **detail)
 {
 	const struct cg_engine_config *cfg = &s->e->cfg;
 	enum cg_reason r;
@@ -363,7 +365,8 @@ static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const cha
 	switch (t->state) {
 	case CG_CHUNK_LEARNING:
 		cg_chunk_note_args(t, &s->sc);
-		if (++t->seen < cfg->warmup)
+		t->seen = t->seen + 1 > sightings ? t->seen + 1 : sightings;
+		if (t->seen < cfg->warmup)
 			return CG_R_LEARNING;
 		t->state = CG_CHUNK_IDLE;
 		uint64_t constant, changing;
@@ -394,8 +397,10 @@ static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, const cha
 	return CG_R_LEARNING;
 }
 
-/* End the learning chunk: find or add its template, let it advance, count its eager ops. */
-static void cut(struct cg_stream *s, bool learn)
+/* End the learning chunk: find or add its template, let it advance, count its eager ops.
+ * `latest`: the chunk ends with the latest op the loop detector saw (not so after a divergence,
+ * whose op is not part of it), so the loop can say how often it occurred already. */
+static void cut(struct cg_stream *s, bool learn, bool latest)
 {
 	struct cg_scratch *sc = &s->sc;
 	cg_loop_chunk_end(&s->per, !s->length_cut);
@@ -410,7 +415,7 @@ static void cut(struct cg_stream *s, bool learn)
 		if (!t)
 			t = cg_index_add(&s->ix, sc);
 		if (t)
-			r = learned(s, t, &detail);
+			r = learned(s, t, latest ? cg_loop_sightings(&s->per, sc->n) : 1, &detail);
 	}
 	bool report = s->why == CG_R_NONE;
 	if (!report)
@@ -468,7 +473,12 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 		t->occ_epoch = epoch;
 		t->occ = 0;
 	}
-	uint32_t k = t->occ++ % CG_INSTANCES;
+	/* A short loop's unit of 8 ops recurs four times as often as a chunk of 32 would: as many
+	 * nodes in all keep every position its own instance (a kernel launched 1000 times). */
+	uint32_t most = CG_INSTANCE_OPS / t->n;
+	if (most < CG_INSTANCES)
+		most = CG_INSTANCES;
+	uint32_t k = t->occ++ % most;
 	if (k < t->ninst)
 		return k;
 	if (k == t->ninst && add_instance(s, t))
@@ -480,17 +490,25 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
  * occurrences alternate between its ops submitted eagerly and its graph, each timed by the
  * backend on the GPU, until CG_TIMING_SAMPLES of each; the backend returns them through
  * cg_stream_timing. Either way the ops are exactly the program's, run once, in order. The
- * backend may decline a sample (busy, or timing failed): a chunk asks only so often. */
+ * backend may decline a sample (busy, or timing failed): a chunk asks only so often.
+ * An eager sample costs the replay of an occurrence, so a pair taken is waited for (up to
+ * CG_TIMING_WAIT launches, should it never come back) before the next, and a chunk whose
+ * samples already show it winning takes no more (cg_stream_timing). */
 #define CG_TIMING_SAMPLES 3
 #define CG_TIMING_ASKS 12
+#define CG_TIMING_WAIT 16
 
 enum timing { UNTIMED, TIME_EAGER, TIME_GRAPH };
 
 static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
 {
 	if (!s->e->be->time_begin || !t->launched || t->timing_asks >= CG_TIMING_ASKS ||
+	    t->timing_done ||
 	    (t->timed_eager >= CG_TIMING_SAMPLES && t->timed_graph >= CG_TIMING_SAMPLES))
 		return UNTIMED;
+	if (t->timed_eager == t->timed_graph && t->samples < t->timed_graph &&
+	    t->launched < t->timed_at + CG_TIMING_WAIT)
+		return UNTIMED;  /* a pair is out */
 	t->timing_asks++;
 	return t->timed_eager <= t->timed_graph ? TIME_EAGER : TIME_GRAPH;
 }
@@ -505,6 +523,7 @@ static bool eager_sample(struct cg_stream *s, struct cg_chunk *t)
 	e->be->time_end(e->be_ctx, s->be_stream, true);
 	__atomic_fetch_add(&s->e->timed, 1, __ATOMIC_RELAXED);
 	t->timed_eager++;
+	t->timed_at = t->launched;
 	t->last_used = ++s->tick;
 	fallback(s, CG_R_COST_SAMPLE, t->n, false, (struct cg_event){ 0 });
 	chunk_ended(s, t);
@@ -589,6 +608,7 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 		e->be->time_end(e->be_ctx, s->be_stream, !r);
 		__atomic_fetch_add(&s->e->timed, 1, __ATOMIC_RELAXED);
 		t->timed_graph += !r;
+		t->timed_at = t->launched + 1;
 	}
 	ST(s, patches, patched);
 	if (r) {
@@ -789,7 +809,22 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	/* The deferred ops end where the loop is cut (loop.c): they are a chunk of their own, as
 	 * they are where they were learned, so that the cuts after them stay in step. */
 	if (cg_loop_cut_before(&s->per))
-		cut(s, true);
+		cut(s, true, false);
+}
+
+/* A unit of a short loop ends here, after ops that are no part of it (the stretch before the
+ * loop was found, extra work): they ran eagerly and are forgotten, so that the unit is learned
+ * as the chunk it will be. The flushed ops come first in the scratch, then the passed ones. */
+static void drop_front(struct cg_stream *s, uint32_t k)
+{
+	uint32_t flushed = s->sc.n - s->passed;
+	uint32_t passed = k > flushed ? k - flushed : 0;
+	if (passed)
+		fallback(s, s->why != CG_R_NONE ? s->why : CG_R_LEARNING, passed, false,
+		         (struct cg_event){ 0 });
+	s->passed -= passed;
+	s->chunk_first += k;
+	cg_scratch_drop_front(&s->sc, k);
 }
 
 /* The op runs eagerly (the caller submits it) and is learned. */
@@ -800,11 +835,24 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	s->passed++;
 	ST(s, ops_eager, 1);
 	uint32_t n = s->sc.n;
-	bool pinned = (n >= e->chunk_min && (hash >> 32) < e->cdc_below) || s->per.cut ||
-	              place_chunk_ends(s, op, hash);
-	if (pinned || n >= e->cfg.chunk_max) {
-		s->length_cut = !pinned;
-		cut(s, true);
+	/* Where an eager run at a place ends (its chunk's last op), asked before a short loop's
+	 * unit drops what came before it. */
+	bool place = place_chunk_ends(s, op, hash);
+	/* A loop no longer than a chunk is cut at its units only (loop.h): a content-defined cut
+	 * would make its chunks longer or shorter than a unit, or out of step with it. */
+	bool content = !s->per.unit && n >= e->chunk_min && (hash >> 32) < e->cdc_below;
+	if (s->per.cut && s->per.unit && n > s->per.unit)
+		drop_front(s, n - s->per.unit);
+	/* Before a short loop's first unit ends, what comes before it can go, not the unit. */
+	if (n >= e->cfg.chunk_max && s->per.unit && s->per.due_at != UINT64_MAX) {
+		uint64_t start = s->per.due_at + 1 - s->per.unit;
+		if (start > s->chunk_first && start - s->chunk_first < n)
+			drop_front(s, (uint32_t)(start - s->chunk_first));
+		n = s->sc.n;
+	}
+	if (content || s->per.cut || place || n >= e->cfg.chunk_max) {
+		s->length_cut = !content && !s->per.cut && !place;
+		cut(s, true, true);
 	}
 	return CG_PASS;
 }
@@ -913,17 +961,19 @@ static void end_deferral(struct cg_stream *s, enum cg_reason why)
 void cg_boundary(struct cg_stream *s, enum cg_reason why)
 {
 	ST(s, boundaries, 1);
+	if (!s->at_boundary)
+		cg_loop_boundary(&s->per);
 	s->epoch++;
 	if (s->deferring)
 		end_deferral(s, why);
-	cut(s, true);
+	cut(s, true, true);
 	if (s->e->cfg.measure && (why == CG_R_SYNC || why == CG_R_HOST_COPY))
 		control_wait(s->e);
 	/* The host now waits for the chunk that just ran (see cg_stream_timing: EXPOSED). */
 	if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && s->just_launched) {
 		struct cg_chunk *t = cg_index_find_key(&s->ix, s->just_launched);
 		if (t)
-			t->waited = true;
+			t->waits++;
 		s->just_launched = 0;  /* marked (a later wait would mark it again, to no effect) */
 	}
 	s->at_boundary = true;
@@ -1023,7 +1073,13 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, 
 	double host_saved = t->n * c->launch_host_us - c->graph_launch_host_us;
 	if (host_saved < 0)
 		host_saved = 0;
-	if (++t->samples < 3)
+	++t->samples;
+	/* No slower on the GPU and far from exposed: no sample can come that the gate would act on
+	 * but one far off these, so the eager runs that would show it stop here. */
+	if (t->graph_us <= t->eager_us &&
+	    t->graph_us * (t->n - 1) / t->n <= t->samples * host_saved / 2)
+		t->timing_done = true;
+	if (t->samples < 3)
 		return;
 	enum cg_reason r = CG_R_NONE;
 	if (t->graph_us > t->eager_us * 1.02 && t->graph_us - t->eager_us > t->samples * host_saved)
@@ -1031,9 +1087,15 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, 
 	/* Deferred, a chunk the host then waits for (.item(), a sync) starts on the GPU only when
 	 * the host is already waiting: its whole GPU time is waited for, where eager launches would
 	 * have run while the host submitted them (all but about the last op's share). Worth it only
-	 * while that costs less than the launch time its graph saves. */
-	else if (t->waited && t->graph_us * (t->n - 1) / t->n > t->samples * host_saved)
-		r = CG_R_EXPOSED;
+	 * while that costs less than the launch time its graph saves. It is paid where the host
+	 * waits, the saving at every run: a chunk waited for at one run in ten (a copy to the host
+	 * every 10 steps of a loop of one chunk) pays a tenth of it. */
+	else if (t->waits) {
+		uint64_t runs = t->launched + t->timed_eager;
+		double share = runs > t->waits ? (double)t->waits / (double)runs : 1.0;
+		if (share * t->graph_us * (t->n - 1) / t->n > t->samples * host_saved)
+			r = CG_R_EXPOSED;
+	}
 	if (r == CG_R_NONE)
 		return;
 	disable(s, t, r);
@@ -1100,8 +1162,8 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->at_boundary = true;
 	s->budget_ns = e->cfg.defer_budget_ns;
 	s->place = cg_place_after(0, 0);  /* the stream's first chunk */
-	/* a loop of one kernel: chunks of half the longest */
-	cg_loop_init(&s->per, e->cfg.chunk_max / 2);
+	/* a loop longer than a chunk: anchor cuts at least half the longest chunk apart */
+	cg_loop_init(&s->per, e->cfg.chunk_max / 2, e->cfg.chunk_max, e->cfg.warmup);
 	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));
 	s->ops = e->mem(NULL, e->cfg.chunk_max * sizeof(*s->ops));
 	bool sc_ok = cg_scratch_init(&s->sc, e->cfg.chunk_max, e->mem);
@@ -1141,7 +1203,7 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 	if (!driver_gone) {
 		if (s->deferring)
 			end_deferral(s, why);
-		cut(s, false);
+		cut(s, false, false);
 	}
 	for (uint32_t i = 0; i <= s->ix.key_mask; i++)
 		if (s->ix.by_key[i])

@@ -91,8 +91,11 @@ uint64_t cg_engine_now(const struct cg_engine *e);
  * its eager ops by over 2% AND by more than the host time the graph saves is disabled for good
  * (reason COST_GATE): eager samples are submitted in a burst, so they measure the GPU alone,
  * while a graph's gain is on the host. A chunk launched where the host then waits (SYNC,
- * HOST_COPY boundaries) whose graph's GPU time exceeds that saving is disabled too (EXPOSED).
- * Call with the stream's lock held. */
+ * HOST_COPY boundaries) whose graph's GPU time exceeds that saving is disabled too (EXPOSED),
+ * weighed by the share of its runs the host waited for.
+ * A chunk whose samples show its graph no slower than its eager ops, and its GPU time under
+ * half the host time it saves, is settled: it is sampled no more (each eager sample is an
+ * occurrence not replayed). Call with the stream's lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, double graph_us);
 
 /* Statistics for the report (sums over all streams, atomically maintained): policy/stats.def. */

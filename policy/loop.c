@@ -4,19 +4,28 @@
  * for a period (or LOCK_RUN ops of a long one) the period is locked and a context of the loop,
  * the anchor, marks where a chunk ends unless a cut placed by content or the program came
  * shortly before: chosen by content, it stays put when extra work shifts an iteration, and it
- * is the same in every run of the same program. */
+ * is the same in every run of the same program. A loop no longer than a chunk is cut into units
+ * of whole periods instead: its first unit ends where it has been seen `warmup` times already,
+ * and a host copy or sync the program makes at the same place twice moves the cut there, so
+ * that the chunk before it is a whole unit as well. */
 #include <string.h>
 #include "policy/loop.h"
 
 #define CG_PERIOD_MAX 16384u  /* longest period found: the ring's size (192 KiB per stream) */
 #define CG_PERIOD_FIRST 256u  /* the ring grows as the stream does */
 #define LOCK_RUN 32           /* matching contexts that lock a period longer than this */
-#define MIN_RUN 8             /* fewest matching contexts that lock any period */
+/* A shorter period locks once this many ops past one whole period matched (a context is
+ * already CG_PERIOD_CONTEXT matching ops): a loop of 14 ops locks in its third iteration. */
+#define MIN_MATCH 8
 
-void cg_loop_init(struct cg_loop *p, uint32_t gap)
+void cg_loop_init(struct cg_loop *p, uint32_t gap, uint32_t unit_max, uint32_t warmup)
 {
 	memset(p, 0, sizeof(*p));
-	p->gap = gap ? gap : 1;
+	p->gap = p->long_gap = gap ? gap : 1;
+	p->unit_max = unit_max ? unit_max : 1;
+	p->warmup = warmup ? warmup : 1;
+	p->due_at = UINT64_MAX;
+	p->boundary_at = UINT64_MAX;
 }
 
 void cg_loop_fini(struct cg_loop *p, void *(*mem)(void *, size_t))
@@ -54,15 +63,72 @@ static bool grow(struct cg_loop *p, void *(*mem)(void *, size_t))
  * loop found first by its repeated layers, then as a whole, keeps its cuts; extra work that
  * hid one occurrence does not move them); else the next chunk end becomes the anchor, so that
  * cuts that were already the same every iteration (content-defined, or at the program's
- * syncs) stay where they are, and cuts that rotated are pinned. */
+ * syncs) stay where they are, and cuts that rotated are pinned. A short loop keeps its anchor
+ * only when it is the same loop found again: one found first by its repeated layers is cut
+ * into whole periods of the loop once that is found. */
 static void lock(struct cg_loop *p, uint64_t t)
 {
-	if (!p->anchor || t - p->anchor_at >= 2 * (uint64_t)p->cand + CG_PERIOD_CONTEXT) {
-		p->adopt = true;
-		p->adopt_at = t;
-	}
+	bool lost = !p->anchor || t - p->anchor_at >= 2 * (uint64_t)p->cand + CG_PERIOD_CONTEXT ||
+	            (p->cand != p->period && p->cand <= p->unit_max);
 	p->period = p->cand;
 	p->phase = 0;
+	p->due_at = UINT64_MAX;
+	p->unit = 0;
+	p->gap = p->long_gap;
+	if (p->period <= p->unit_max) {
+		uint32_t least = p->period < CG_LOOP_UNIT_MIN ? p->long_gap : 1;
+		uint32_t k = (least + p->period - 1) / p->period;
+		if (k > p->unit_max / p->period)
+			k = p->unit_max / p->period;
+		p->unit = p->gap = k * p->period;
+	}
+	if (!lost)
+		return;
+	if (!p->unit) {
+		p->adopt = true;
+		p->adopt_at = t;
+		return;
+	}
+	/* The first unit ends where its ops have been seen `warmup` times: the loop has repeated
+	 * for `span` ops, each more op is one more. Where the program made a boundary inside the
+	 * loop (or right before it), the unit ends at the same place of an iteration, so that the
+	 * boundary, if it comes again, falls between two units. */
+	uint64_t span = p->run + CG_PERIOD_CONTEXT - 1 + (uint64_t)p->period;
+	uint64_t need = (uint64_t)(p->warmup - 1) * p->period + p->unit;
+	uint64_t due = t + (need > span ? need - span : 0), b = p->boundary_at;
+	if (b < t && t - b <= span + 1)
+		due = b + (due - b + p->period - 1) / p->period * p->period;
+	p->adopt = false;
+	p->anchor = 0;  /* no cut until then */
+	p->due_at = due;
+}
+
+/* The first unit of a short loop ends here: this op's context is the anchor from now on. */
+void cg_loop_due(struct cg_loop *p, uint64_t t, uint32_t ctx)
+{
+	p->due_at = UINT64_MAX;
+	p->anchor = ctx;
+	p->anchor_at = t;
+	p->cut = true;
+	p->cut_at = p->t;
+	p->since = 0;
+}
+
+/* A boundary at the same place of a short loop as the one before, not at the anchor: the
+ * program cuts its loop there every time it makes one (a host copy every 10 iterations), so
+ * the anchor moves to it and the unit before each such boundary is a whole one (chunks learned
+ * and armed already keep their cuts: this counts where the loop is still being learned). */
+void cg_loop_boundary(struct cg_loop *p)
+{
+	uint32_t at = p->ctx;
+	bool same = at && at == p->boundary_ctx;
+	p->boundary_ctx = at;
+	p->boundary_at = p->t ? p->t - 1 : UINT64_MAX;
+	if (!p->unit || !same || p->since == 0 || p->due_at != UINT64_MAX)
+		return;
+	p->anchor = at;
+	p->anchor_at = p->t - 1;
+	p->adopt = false;
 }
 
 /* Once per period (rare, off the per-op path): an anchor taken where the stream was not
@@ -71,6 +137,8 @@ static void lock(struct cg_loop *p, uint64_t t)
  * learned before the lock), the current op's context becomes the anchor. */
 static void check_anchor(struct cg_loop *p, uint64_t t, uint32_t ctx)
 {
+	if (p->due_at != UINT64_MAX)
+		return;  /* a short loop's first unit is still to come */
 	if (!p->adopt && t - p->anchor_at > 2 * (uint64_t)p->period + CG_PERIOD_CONTEXT) {
 		p->adopt = true;
 		p->adopt_at = t;
@@ -99,7 +167,10 @@ void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx)
 
 void cg_loop_try_lock(struct cg_loop *p, uint64_t t)
 {
-	if (p->cand && p->run >= MIN_RUN && p->run >= (p->cand < LOCK_RUN ? p->cand : LOCK_RUN))
+	uint32_t need = LOCK_RUN, ops = p->cand + MIN_MATCH;  /* ops to match: run + CONTEXT - 1 */
+	if (p->cand < LOCK_RUN)
+		need = ops > CG_PERIOD_CONTEXT ? ops - CG_PERIOD_CONTEXT + 1 : 1;
+	if (p->cand && p->run >= need)
 		lock(p, t);
 }
 

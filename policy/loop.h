@@ -1,8 +1,10 @@
 /* Period detection on a stream's op hashes, for where chunks are cut: once the stream is found
  * to repeat with some period, it is also cut after one chosen op context (the anchor) when no
  * cut that content or the program placed came shortly before, so that every iteration is cut
- * the same way however short the loop and however rarely content-defined cuts hit it.
- * Internal to policy/. */
+ * the same way however short the loop and however rarely content-defined cuts hit it. A loop
+ * no longer than a chunk is cut into units of whole periods, at the anchor only. It also says
+ * how often the latest ops have already occurred (a chunk of a loop seen repeating for three
+ * periods has been seen three times). Internal to policy/. */
 #ifndef CG_POLICY_LOOP_H
 #define CG_POLICY_LOOP_H
 
@@ -32,6 +34,15 @@ struct cg_loop {
 	uint64_t anchor_at;       /* where it was last seen */
 	uint64_t since;           /* ops since the latest pinned cut (cg_loop_chunk_end) */
 	uint32_t gap;             /* the anchor cuts after this many ops without a pinned cut */
+	uint32_t long_gap;        /* gap in a loop longer than a unit (cg_loop_init) */
+	uint32_t unit_max;        /* longest unit: a chunk */
+	uint32_t warmup;          /* sightings that earn a chunk its graph */
+	uint32_t unit;            /* ops in a chunk of the locked loop (whole periods), 0: the loop
+	                             is longer than a chunk or none is locked */
+	uint64_t due_at;          /* op at which the first unit of a short loop ends (UINT64_MAX:
+	                             none): the earliest one seen `warmup` times */
+	uint32_t boundary_ctx;    /* context of the op before the latest program boundary */
+	uint64_t boundary_at;     /* and where that op was (UINT64_MAX: no boundary yet) */
 	uint32_t phase;           /* ops into the current iteration */
 	uint64_t iterations;      /* periods completed since the first lock */
 	uint64_t cut_at;          /* ops pushed when the latest cut at the anchor was due */
@@ -41,15 +52,25 @@ struct cg_loop {
 	uint64_t grow_at;         /* t at which the ring grows (UINT64_MAX: never again) */
 };
 
-/* `gap`: fewest ops from a pinned cut to an anchor cut (so that a loop of one kernel is cut
- * into chunks, not into single ops). Allocates lazily; nothing here can fail visibly. */
-void cg_loop_init(struct cg_loop *p, uint32_t gap);
+/* A loop of this many ops or more is cut into units of one period (a graph of 8 launches saves
+ * about 25 us of host time per launch, 8 x 3.4 - 2.5, far more than deferring and patching
+ * cost); a shorter one, a loop of one kernel, into units of whole periods at least `gap` ops
+ * long: there each graph launch's own cost on the GPU shows (on the H200, 1000 tiny kernels
+ * replay at 3.77x in one graph, 3.47x in graphs of 16). */
+#define CG_LOOP_UNIT_MIN 8
+
+/* `gap`: fewest ops from a pinned cut to an anchor cut in a loop longer than `unit_max` (so
+ * that a loop of many ops is not cut into pieces shorter than content would cut it), and the
+ * shortest unit of a loop of fewer than CG_LOOP_UNIT_MIN ops; `warmup`: sightings before a
+ * chunk gets its graph. Allocates lazily; nothing here can fail visibly. */
+void cg_loop_init(struct cg_loop *p, uint32_t gap, uint32_t unit_max, uint32_t warmup);
 void cg_loop_fini(struct cg_loop *p, void *(*mem)(void *, size_t));
 /* The rare parts of cg_loop_push (loop.c). */
 void cg_loop_grow(struct cg_loop *p, void *(*mem)(void *, size_t));
 void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx);
 void cg_loop_try_lock(struct cg_loop *p, uint64_t t);
 void cg_loop_wrap(struct cg_loop *p, uint64_t t, uint32_t ctx);
+void cg_loop_due(struct cg_loop *p, uint64_t t, uint32_t ctx);
 
 /* The window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^16 takes out the op leaving it. */
 #define CG_PERIOD_MUL 0x9e3779b97f4a7c15ull
@@ -90,6 +111,8 @@ static inline void cg_loop_push(struct cg_loop *p, uint64_t hash, void *(*mem)(v
 			p->since = 0;
 		}
 	}
+	if (__builtin_expect(t == p->due_at, 0))
+		cg_loop_due(p, t, ctx);
 	if (p->period && ++p->phase >= p->period)
 		cg_loop_wrap(p, t, ctx);
 }
@@ -106,6 +129,23 @@ static inline void cg_loop_chunk_end(struct cg_loop *p, bool pinned)
 		p->anchor_at = p->t - 1;
 		p->since = 0;
 	}
+}
+
+/* The program made a boundary after the latest op (before the engine ends the chunk there). */
+void cg_loop_boundary(struct cg_loop *p);
+
+/* How many times the latest `n` ops have occurred, as far as the loop has been seen repeating
+ * (1: only now). Hash equality: a collision only builds a graph that is not used. */
+static inline uint32_t cg_loop_sightings(const struct cg_loop *p, uint32_t n)
+{
+	if (!p->period || p->cand != p->period || !p->run)
+		return 1;
+	/* ops equal to the ops one period before: the matching contexts and the ops in the first */
+	uint64_t same = p->run + CG_PERIOD_CONTEXT - 1, span = same + p->period;
+	if (span < n)
+		return 1;
+	uint64_t k = (span - n) / p->period + 1;
+	return k < 1u << 20 ? (uint32_t)k : 1u << 20;
 }
 
 /* Was a cut due after the op before the latest one? */

@@ -471,6 +471,7 @@ static struct {
 	int n;
 	bool open;
 	long launches_at_begin[SAMPLES_MAX];
+	bool back[SAMPLES_MAX];   /* handed back to the engine */
 } sampled;
 
 static bool sample_begin(void *be, void *stream, uint64_t key, bool graph)
@@ -492,6 +493,23 @@ static void sample_end(void *be, void *stream, bool ok)
 	sampled.n++;
 }
 
+/* The samples taken so far, paired eager with graph by chunk as the shim pairs them, handed
+ * back with these times (outside engine calls, as the shim does after a boundary). */
+static void hand_back(struct rig *r, double eager_us, double graph_us)
+{
+	for (int i = 0; i < sampled.n; i++) {
+		if (sampled.back[i] || !sampled.graph[i])
+			continue;
+		for (int j = 0; j < sampled.n; j++) {
+			if (sampled.back[j] || sampled.graph[j] || sampled.key[j] != sampled.key[i])
+				continue;
+			sampled.back[i] = sampled.back[j] = true;
+			cg_stream_timing(r->s[0], sampled.key[i], eager_us, graph_us);
+			break;
+		}
+	}
+}
+
 /* The GPU alone: no host time saved by a graph to weigh against its extra GPU time. */
 static const struct cg_engine_config *config_gpu_only(uint32_t warmup, uint32_t chunk_max)
 {
@@ -508,8 +526,10 @@ static void test_cost_samples_alternate_then_stop(void **state)
 	memset(&sampled, 0, sizeof(sampled));
 	r.fb.table.time_begin = sample_begin;
 	r.fb.table.time_end = sample_end;
-	for (int it = 0; it < 20; it++)
-		iteration(&r, 0, (uint64_t)it);
+	for (int it = 0; it < 20; it++) {
+		iteration_to(&r, 0, CG_R_EVENT);  /* the host does not wait: nothing exposed */
+		hand_back(&r, 10.0, 10.1);  /* a graph a little slower on the GPU: not settled */
+	}
 	/* Every chunk: eager, graph, eager, graph, eager, graph, then never again. */
 	int chunks = 0;
 	for (int i = 0; i < sampled.n; i++) {
@@ -533,6 +553,46 @@ static void test_cost_samples_alternate_then_stop(void **state)
 			cg_stream_timing(r.s[0], sampled.key[i], 10.0, 11.0);
 	assert_int_equal(stats(&r).chunks_disabled, chunks);
 	rig_down(&r);
+}
+
+/* A graph that wins from its first pair of samples on takes no more eager ones: one eager
+ * occurrence per chunk instead of three. A pair that never comes back holds the next eager
+ * sample back for a while, not for good. */
+static void test_cost_samples_stop_when_graphs_win(void **state)
+{
+	for (int lost = 0; lost < 2; lost++) {
+		struct rig r;
+		rig_up(&r, config(3, 64), 1);
+		memset(&sampled, 0, sizeof(sampled));
+		r.fb.table.time_begin = sample_begin;
+		r.fb.table.time_end = sample_end;
+		for (int it = 0; it < 30; it++) {
+			iteration(&r, 0, (uint64_t)it);
+			if (!lost)
+				hand_back(&r, 10.0, 8.0);
+		}
+		int chunks = 0;
+		for (int i = 0; i < sampled.n; i++) {
+			int seen = 0;
+			for (int j = 0; j < i; j++)
+				seen += sampled.key[j] == sampled.key[i];
+			assert_int_equal(sampled.graph[i], seen % 2 == 1);
+			chunks += seen == 0;
+		}
+		assert_true(chunks > 1);
+		struct cg_stats st = stats(&r);
+		if (!lost) {
+			assert_int_equal(sampled.n, 2 * chunks);
+			assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], LOOP);
+			assert_int_equal(st.ops_replayed, 26 * LOOP);
+		} else {
+			/* E (it 4), G (5), 16 launches waiting for them, E (22), G (23) */
+			assert_int_equal(sampled.n, 4 * chunks);
+			assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 2 * LOOP);
+		}
+		assert_int_equal(st.chunks_disabled, 0);
+		rig_down(&r);
+	}
 }
 
 static void test_cost_gate_disables_slower_chunk(void **state)
@@ -635,6 +695,29 @@ static void test_exposed_chunk_before_sync(void **state)
 		assert_int_equal(st.ops_replayed - before, 4 * LOOP - st.fallbacks[CG_R_EXPOSED]);
 		rig_down(&r);
 	}
+}
+
+/* The same chunk with the host waiting after one iteration in ten (a copy to the host every 10
+ * steps): its exposure is paid at one run in ten, its saving at every run, so it keeps its
+ * graph with the times that make a chunk waited for every time stay eager. */
+static void test_exposed_now_and_then(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 20; it++)
+		iteration_to(&r, 0, it % 10 == 9 ? CG_R_SYNC : CG_R_EVENT);
+	uint64_t key = r.fb.last_built_key;
+	double saved = r.fb.last_built_ops * 3.4 - 2.5;
+	for (int i = 0; i < 3; i++)
+		cg_stream_timing(r.s[0], key, 2 * saved, 2 * saved);
+	assert_int_equal(stats(&r).chunks_disabled, 0);
+	uint64_t before = stats(&r).ops_replayed;
+	for (int it = 20; it < 30; it++)
+		iteration_to(&r, 0, it % 10 == 9 ? CG_R_SYNC : CG_R_EVENT);
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.fallbacks[CG_R_EXPOSED], 0);
+	assert_int_equal(st.ops_replayed - before, 10 * LOOP);
+	rig_down(&r);
 }
 
 static void test_max_graphs_evicts_lru(void **state)
@@ -866,10 +949,12 @@ int main(void)
 		cmocka_unit_test(test_launch_failure),
 		cmocka_unit_test(test_repeated_failures_disable),
 		cmocka_unit_test(test_cost_samples_alternate_then_stop),
+		cmocka_unit_test(test_cost_samples_stop_when_graphs_win),
 		cmocka_unit_test(test_cost_gate_disables_slower_chunk),
 		cmocka_unit_test(test_cost_gate_weighs_host_saving),
 		cmocka_unit_test(test_every_node_patched_judged_by_times),
 		cmocka_unit_test(test_exposed_chunk_before_sync),
+		cmocka_unit_test(test_exposed_now_and_then),
 		cmocka_unit_test(test_max_graphs_evicts_lru),
 		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),
 		cmocka_unit_test(test_record_only_never_defers),

@@ -1,6 +1,8 @@
 /* Coverage property of the policy engine: a deterministic loop, whatever its period (1 to 5,000
  * ops), prologue, identical sub-blocks (layers) and occasional extra work, replays at least
- * 95% of its ops once WARMUP+2 iterations have passed, and runs exactly what it submitted. */
+ * 95% of its ops once WARMUP+2 of its iterations have passed, and runs exactly what it
+ * submitted; short loops with a host copy every few iterations (shaped like a cuBLAS program
+ * with a checksum every 10 steps) replay at least 90% of all their ops. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,14 @@
 #define MAX_PERIOD 5000
 #define KINDS 64          /* most distinct kernels a loop uses */
 #define MEASURED 40       /* iterations measured after the warm-up ones */
+/* A loop of fewer than 8 ops (one kernel, two) is cut into units of 32 ops, half a chunk (so
+ * that tiny kernels do not pay a graph launch every few of them): it is found repeating after
+ * two of the period detector's 16-op contexts, then its first unit is seen WARMUP times and the
+ * next one replays. It is given that many ops of warm-up (at least WARMUP+2 iterations), and
+ * its measured window at least MEASURED chunks of ops (so that the chunk still deferred at the
+ * end does not decide it). */
+#define SHORT_LOOP 8
+#define SHORTEST 96
 
 
 struct loop {
@@ -83,10 +93,18 @@ static void iteration(struct run *w, struct rng *r, const struct loop *l)
 		fake_boundary(&w->fb, w->s, 0, CG_R_SYNC);
 }
 
-/* Share of the ops after the warm-up iterations that ran inside graphs. A loop shorter than a
- * chunk is counted in chunks: an iteration is at least chunk_max ops. */
+/* Iterations of the program's loop before it replays: WARMUP+2, or SHORTEST ops for a loop of
+ * fewer than SHORT_LOOP ops. */
+static uint32_t warmup_iterations(const struct loop *l, const struct cg_engine_config *cfg)
+{
+	uint32_t it = cfg->warmup + 2, shortest = (SHORTEST + l->period - 1) / l->period;
+	return l->period >= SHORT_LOOP || it > shortest ? it : shortest;
+}
+
+/* Share of the ops after the warm-up iterations that ran inside graphs; *first: the iteration
+ * (from 1) in which the first op was replayed. */
 static double run_loop(struct loop *l, struct rng *r, const struct cg_engine_config *cfg,
-                       uint64_t *measured)
+                       uint64_t *measured, uint32_t *first)
 {
 	struct run w;
 	memset(&w, 0, sizeof(w));
@@ -97,15 +115,26 @@ static double run_loop(struct loop *l, struct rng *r, const struct cg_engine_con
 	assert_non_null(w.s);
 	for (uint32_t i = 0; i < l->prologue; i++)
 		submit(&w, l, below(r, l->kinds), 50000 + i);
+	/* extra work keeps its rate per chunk of ops in a loop shorter than a chunk */
 	uint32_t per = l->period >= cfg->chunk_max ? 1 : (cfg->chunk_max + l->period - 1) / l->period;
-	uint32_t skip = (cfg->warmup + 2) * per;
+	uint32_t skip = warmup_iterations(l, cfg);
 	l->extra_ppm /= per;
-	for (uint32_t it = 0; it < skip; it++)
-		iteration(&w, r, l);
 	struct cg_stats before, after;
-	cg_engine_stats(w.e, &before);
-	for (uint32_t it = 0; it < MEASURED * per; it++)
+	*first = 0;
+	for (uint32_t it = 0; it < skip; it++) {
 		iteration(&w, r, l);
+		cg_engine_stats(w.e, &before);
+		if (!*first && before.ops_replayed)
+			*first = it + 1;
+	}
+	for (uint32_t it = 0; it < MEASURED * per; it++) {
+		iteration(&w, r, l);
+		if (!*first) {
+			cg_engine_stats(w.e, &after);
+			if (after.ops_replayed)
+				*first = skip + it + 1;
+		}
+	}
 	cg_stream_free(w.s, CG_R_NONE);
 	cg_engine_stats(w.e, &after);
 	cg_engine_free(w.e, false);
@@ -128,7 +157,7 @@ static void test_every_loop_replays_after_warmup(void **state)
 	uint32_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
 	double worst = 1, worst_extra = 1;
 	uint64_t ops = 0, replayed = 0;
-	uint32_t worst_period = 0;
+	uint32_t worst_period = 0, slowest = 0, slowest_period = 0;
 	bool verbose = getenv("CG_LOOPS_VERBOSE") != NULL;
 	for (uint32_t t = 0; t < TRACES; t++) {
 		struct rng r = { (t + 1) * 0x9e3779b97f4a7c15ull };
@@ -138,10 +167,14 @@ static void test_every_loop_replays_after_warmup(void **state)
 		make_loop(&l, &r, t < nfixed ? fixed[t] : draw_period(&r));
 		bool extra = l.extra_ppm != 0;
 		uint64_t measured;
-		double share = run_loop(&l, &r, &cfg, &measured);
+		uint32_t first;
+		double share = run_loop(&l, &r, &cfg, &measured, &first);
 		if (verbose)
-			print_message("period %5u prologue %5u kinds %2u sync %d extra %u: %.3f\n",
-			              l.period, l.prologue, l.kinds, l.sync, l.extra_ppm, share);
+			print_message("period %5u prologue %5u kinds %2u sync %d extra %u: %.3f, "
+			              "first replay in iteration %u\n", l.period, l.prologue, l.kinds,
+			              l.sync, l.extra_ppm, share, first);
+		if (!extra && (!first || first > slowest))
+			slowest = first ? first : UINT32_MAX, slowest_period = l.period;
 		ops += measured;
 		replayed += (uint64_t)(share * (double)measured + 0.5);
 		if (extra && share < worst_extra)
@@ -151,7 +184,8 @@ static void test_every_loop_replays_after_warmup(void **state)
 	}
 	double total = (double)replayed / (double)ops;
 	print_message("replayed after warm-up: %.4f of all ops; worst loop %.3f (period %u), "
-	              "worst with extra work %.3f\n", total, worst, worst_period, worst_extra);
+	              "worst with extra work %.3f; latest first replay: iteration %u (period %u)\n",
+	              total, worst, worst_period, worst_extra, slowest, slowest_period);
 	assert_true(total >= 0.95);
 	assert_true(worst >= 0.95);
 	/* An extra op costs about the chunk it falls in, and one in the warm-up delays the replay
@@ -159,10 +193,189 @@ static void test_every_loop_replays_after_warmup(void **state)
 	assert_true(worst_extra >= 0.92);
 }
 
+/* ---- short loops with host copies, the cost gate in play ---------------------------------- */
+
+/* The backend times what the engine asks (like the shim: eager and graph runs paired by chunk,
+ * handed back outside engine calls); graphs win on the GPU, so no chunk is gated off. */
+static struct {
+	uint64_t key[64];
+	bool graph[64], back[64];
+	uint32_t n;
+	bool open;
+} timed;
+
+static bool time_begin(void *be, void *stream, uint64_t key, bool graph)
+{
+	if (timed.open || timed.n == 64)
+		return false;
+	timed.key[timed.n] = key;
+	timed.graph[timed.n] = graph;
+	timed.back[timed.n] = false;
+	timed.open = true;
+	return true;
+}
+
+static void time_end(void *be, void *stream, bool ok)
+{
+	assert_true(timed.open);
+	timed.open = false;
+	timed.n += ok;
+}
+
+/* Tiny kernels: the GPU is quicker than the launches, a graph a little quicker still. */
+static void hand_back_samples(struct cg_stream *s)
+{
+	for (uint32_t i = 0; i < timed.n; i++)
+		for (uint32_t j = 0; j < timed.n && timed.graph[i] && !timed.back[i]; j++)
+			if (!timed.graph[j] && !timed.back[j] && timed.key[j] == timed.key[i]) {
+				timed.back[i] = timed.back[j] = true;
+				cg_stream_timing(s, timed.key[i], 2.0, 1.5);
+			}
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < timed.n; i++)
+		if (!timed.back[i]) {
+			timed.key[kept] = timed.key[i];
+			timed.graph[kept] = timed.graph[i];
+			timed.back[kept++] = false;
+		}
+	timed.n = kept;
+}
+
+struct short_result {
+	double all;        /* replayed share of every op, from the first */
+	double after;      /* replayed share after the warm-up iterations */
+	uint32_t first;    /* iteration (from 1) of the first replayed op */
+	uint64_t ops, replayed;
+	uint64_t learning, samples;  /* ops eager while learning, eager for the cost gate */
+};
+
+/* `iters` iterations of loop `l`, a host copy after every `every`-th one (0: none) and after
+ * the last; the cost gate samples chunks as on a GPU. */
+static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct short_result *out)
+{
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	cfg.measure = false;
+	struct run w;
+	memset(&w, 0, sizeof(w));
+	memset(&timed, 0, sizeof(timed));
+	fake_backend_init(&w.fb, 7);
+	w.fb.table.time_begin = time_begin;
+	w.fb.table.time_end = time_end;
+	w.e = cg_engine_new(&cfg, &w.fb.table, &w.fb);
+	assert_non_null(w.e);
+	w.s = cg_stream_new(w.e, fake_stream(0), 0);
+	assert_non_null(w.s);
+	uint32_t skip = warmup_iterations(l, &cfg);
+	struct cg_stats before = { 0 }, st;
+	out->first = 0;
+	for (uint32_t it = 0; it < iters; it++) {
+		for (uint32_t i = 0; i < l->period; i++) {
+			submit(&w, l, l->body[i], i);
+			hand_back_samples(w.s);
+		}
+		if ((every && it % every == every - 1) || it == iters - 1)
+			fake_boundary(&w.fb, w.s, 0, CG_R_HOST_COPY);
+		hand_back_samples(w.s);
+		cg_engine_stats(w.e, &st);
+		if (!out->first && st.ops_replayed)
+			out->first = it + 1;
+		if (it + 1 == skip)
+			before = st;
+	}
+	cg_stream_free(w.s, CG_R_NONE);
+	cg_engine_stats(w.e, &st);
+	cg_engine_free(w.e, false);
+	char msg[128];
+	if (!fake_backend_same(&w.fb, msg, sizeof(msg)))
+		fail_msg("period %u, host copy every %u: %s", l->period, every, msg);
+	assert_int_equal(w.fb.contract_errors, 0);
+	assert_int_equal(w.fb.graphs_alive, 0);
+	assert_int_equal(st.ops, st.ops_replayed + st.ops_eager);
+	assert_int_equal(st.chunks_disabled, 0);
+	fake_backend_fini(&w.fb);
+	out->ops = st.ops;
+	out->replayed = st.ops_replayed;
+	out->all = (double)st.ops_replayed / (double)st.ops;
+	out->after = (double)(st.ops_replayed - before.ops_replayed) /
+	             (double)(st.ops - before.ops);
+	out->learning = st.fallbacks[CG_R_LEARNING];
+	out->samples = st.fallbacks[CG_R_COST_SAMPLE];
+}
+
+/* conf-cublas's step: kernels around cuBLAS and cuBLASLt launches, a chaining kernel five
+ * times and a squashing one three times (same signatures, other arguments). */
+static void make_blas_step(struct loop *l)
+{
+	static const uint32_t step[14] = { 0, 1, 2, 3, 1, 4, 3, 5, 3, 6, 7, 1, 1, 1 };
+	struct rng r = { 0x51ed2701 };
+	make_loop(l, &r, 14);
+	memcpy(l->body, step, sizeof(step));
+}
+
+/* 40 steps, a host copy every 10: replayed from the fourth step on (the first three are seen,
+ * the fourth replays) and one step's eager cost sample, so at least 90% of all ops replayed,
+ * counting from the first; also with a copy every step or every 5, and 43 steps (a tail
+ * without its copy). */
+static void test_short_loop_with_host_copies(void **state)
+{
+	static struct loop l;
+	static const uint32_t every[] = { 10, 1, 5, 0 };
+	bool verbose = getenv("CG_LOOPS_VERBOSE") != NULL;
+	for (uint32_t e = 0; e < 4; e++)
+		for (uint32_t iters = 40; iters <= 43; iters += 3) {
+			make_blas_step(&l);
+			struct short_result res;
+			run_short(&l, iters, every[e], &res);
+			if (verbose || (every[e] == 10 && iters == 40))
+				print_message("14-op loop, %u steps, host copy every %u: replayed %.3f of "
+				              "all ops (%.3f after warm-up), first replay in step %u; eager: "
+				              "%llu learning, %llu cost samples\n", iters, every[e], res.all,
+				              res.after, res.first, (unsigned long long)res.learning,
+				              (unsigned long long)res.samples);
+			assert_true(res.first >= 1 && res.first <= 3 + 2);
+			assert_true(res.learning <= 3 * 14);  /* three steps seen, no more */
+			assert_true(res.samples <= 14);       /* one eager sample: graphs win */
+			assert_true(res.replayed * 10 >= res.ops * 9);  /* 90%, exactly */
+			assert_true(res.after >= 0.95);
+		}
+}
+
+/* A loop of one kernel, and of two: chunks of several iterations, cut the same way each time,
+ * with or without a host copy every 1, 5 or 10 iterations. */
+static void test_loops_of_one_and_two_ops(void **state)
+{
+	static struct loop l;
+	static const uint32_t every[] = { 0, 1, 5, 10 };
+	bool verbose = getenv("CG_LOOPS_VERBOSE") != NULL;
+	for (uint32_t period = 1; period <= 2; period++)
+		for (uint32_t e = 0; e < 4; e++) {
+			struct rng r = { 0x2545f491ull * period + e };
+			make_loop(&l, &r, period);
+			l.kinds = period;
+			for (uint32_t i = 0; i < period; i++)
+				l.body[i] = i;
+			struct cg_engine_config cfg;
+			cg_engine_config_default(&cfg);
+			uint32_t skip = warmup_iterations(&l, &cfg);
+			uint32_t iters = skip + MEASURED * (cfg.chunk_max + period - 1) / period + 3;
+			struct short_result res;
+			run_short(&l, iters, every[e], &res);
+			if (verbose)
+				print_message("%u-op loop, host copy every %u: replayed %.3f of all ops "
+				              "(%.3f after %u iterations), first replay in iteration %u\n",
+				              period, every[e], res.all, res.after, skip, res.first);
+			assert_true(res.first >= 1 && res.first <= skip);
+			assert_true(res.after >= 0.95);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_loop_replays_after_warmup),
+		cmocka_unit_test(test_short_loop_with_host_copies),
+		cmocka_unit_test(test_loops_of_one_and_two_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
