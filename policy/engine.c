@@ -64,6 +64,8 @@ struct cg_stream {
 	struct cg_places places;    /* which chunks ran where */
 	enum cg_reason why;         /* why the learning chunk runs eagerly (NONE: decided at the cut) */
 	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
+	uint32_t len_max;           /* chunks are cut at this length (cfg.chunk_max, or less once
+	                               a short loop's whole unit was exposed) */
 	uint64_t tick;              /* LRU clock */
 	uint64_t epoch;             /* program boundaries so far: instance positions restart */
 	uint32_t timeouts;          /* deferrals that hit the budget */
@@ -850,7 +852,7 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 			drop_front(s, (uint32_t)(start - s->chunk_first));
 		n = s->sc.n;
 	}
-	if (content || s->per.cut || place || n >= e->cfg.chunk_max) {
+	if (content || s->per.cut || place || n >= s->len_max) {
 		s->length_cut = !content && !s->per.cut && !place;
 		cut(s, true, true);
 	}
@@ -1099,6 +1101,13 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, 
 	if (r == CG_R_NONE)
 		return;
 	disable(s, t, r);
+	/* A whole unit of a short loop exposed (the loop is one chunk, and the host waits for it
+	 * every iteration): cut shorter, the graphs before the wait start while the host still
+	 * submits, and only the last chunk's time is waited for whole. */
+	if (r == CG_R_EXPOSED && s->per.unit && t->n >= s->per.unit && t->n >= 16) {
+		cg_loop_no_units(&s->per);
+		s->len_max = t->n / 2;
+	}
 	if (s->deferring && !s->ncand && !s->complete)
 		end_deferral(s, r);
 }
@@ -1161,6 +1170,7 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->cand_cap = 8;
 	s->at_boundary = true;
 	s->budget_ns = e->cfg.defer_budget_ns;
+	s->len_max = e->cfg.chunk_max;
 	s->place = cg_place_after(0, 0);  /* the stream's first chunk */
 	/* a loop longer than a chunk: anchor cuts at least half the longest chunk apart */
 	cg_loop_init(&s->per, e->cfg.chunk_max / 2, e->cfg.chunk_max, e->cfg.warmup);

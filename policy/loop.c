@@ -103,6 +103,18 @@ static void lock(struct cg_loop *p, uint64_t t)
 	p->due_at = due;
 }
 
+void cg_loop_no_units(struct cg_loop *p)
+{
+	p->unit_max = 0;
+	p->unit = 0;
+	p->gap = p->long_gap;
+	p->due_at = UINT64_MAX;
+	if (p->period) {  /* the next chunk end becomes the anchor */
+		p->adopt = true;
+		p->adopt_at = p->t;
+	}
+}
+
 /* The first unit of a short loop ends here: this op's context is the anchor from now on. */
 void cg_loop_due(struct cg_loop *p, uint64_t t, uint32_t ctx)
 {

@@ -65,6 +65,10 @@ struct cg_loop {
  * chunk gets its graph. Allocates lazily; nothing here can fail visibly. */
 void cg_loop_init(struct cg_loop *p, uint32_t gap, uint32_t unit_max, uint32_t warmup);
 void cg_loop_fini(struct cg_loop *p, void *(*mem)(void *, size_t));
+/* A unit the host waits for whole at its runs (its chunk was found exposed): the loop is cut
+ * from now on as one longer than a chunk, by content and at the anchor, into chunks whose
+ * graphs launch while the host still submits the rest of the iteration. */
+void cg_loop_no_units(struct cg_loop *p);
 /* The rare parts of cg_loop_push (loop.c). */
 void cg_loop_grow(struct cg_loop *p, void *(*mem)(void *, size_t));
 void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx);

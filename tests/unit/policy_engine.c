@@ -720,6 +720,42 @@ static void test_exposed_now_and_then(void **state)
 	rig_down(&r);
 }
 
+/* A loop of 42 ops is one unit, one chunk per iteration; with a sync after every iteration the
+ * whole unit is exposed. It is not left eager whole: the loop is cut shorter from then on, and
+ * the chunks before its last are replayed. (Before, every op of it ran eagerly.) */
+static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
+{
+	for (uint32_t p = 0; p < period; p++) {
+		struct cg_op op = mkop(1000 + p, 1, 0x7000000 + p * 0x1000, 1);
+		fake_submit(&r->fb, r->s[0], 0, &op);
+	}
+	fake_boundary(&r->fb, r->s[0], 0, why);
+}
+
+static void test_exposed_unit_cut_shorter(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 8; it++)
+		short_loop_to(&r, 42, CG_R_SYNC);
+	assert_int_equal(r.fb.last_built_ops, 42);
+	uint64_t key = r.fb.last_built_key;
+	double saved = 42 * 3.4 - 2.5;
+	for (int i = 0; i < 3; i++)
+		cg_stream_timing(r.s[0], key, 2 * saved, 2 * saved);
+	assert_int_equal(stats(&r).chunks_disabled, 1);
+	for (int it = 0; it < 30; it++)
+		short_loop_to(&r, 42, CG_R_SYNC);
+	uint64_t before = stats(&r).ops_replayed;
+	for (int it = 0; it < 10; it++)
+		short_loop_to(&r, 42, CG_R_SYNC);
+	struct cg_stats st = stats(&r);
+	assert_true(st.ops_replayed - before >= 10 * 42 / 2);
+	assert_true(st.graphs_built >= 3);  /* the unit's, then the shorter chunks' */
+	assert_int_equal(st.ops, st.ops_replayed + st.ops_eager);
+	rig_down(&r);
+}
+
 static void test_max_graphs_evicts_lru(void **state)
 {
 	struct rig r;
@@ -955,6 +991,7 @@ int main(void)
 		cmocka_unit_test(test_every_node_patched_judged_by_times),
 		cmocka_unit_test(test_exposed_chunk_before_sync),
 		cmocka_unit_test(test_exposed_now_and_then),
+		cmocka_unit_test(test_exposed_unit_cut_shorter),
 		cmocka_unit_test(test_max_graphs_evicts_lru),
 		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),
 		cmocka_unit_test(test_record_only_never_defers),
