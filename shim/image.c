@@ -1,8 +1,10 @@
 /* Parameter layouts read from module images (image.h): the fat binary container, ELF cubins'
- * .nv.info.<kernel> attributes, PTX .entry declarations, LZ4-compressed entries; and the table
+ * .nv.info.<kernel> attributes, PTX .entry declarations, LZ4- and zstd-compressed entries; and the table
  * of what was read, by module. Everything read is bounds-checked against the image's own
  * headers; anything not understood is left out, and the driver is then probed as before. */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -561,6 +563,47 @@ static void scan_payload(struct scan *s, unsigned kind, const uint8_t *p, uint64
 		scan_ptx(s, (const char *)p, len);
 }
 
+/* zstd entries (nvcc's default compression for PTX, for everything under -compress-all, and in
+ * NVIDIA's own libraries) are standard zstd frames, decoded by the system's libzstd when it is
+ * there: loaded at the first such entry, no build dependency. Without it they are skipped (their
+ * kernels' layouts are then probed). */
+typedef size_t (*zstd_decompress_fn)(void *dst, size_t cap, const void *src, size_t len);
+typedef unsigned (*zstd_is_error_fn)(size_t code);
+static _Atomic(zstd_decompress_fn) zstd_decompress;
+static _Atomic(zstd_is_error_fn) zstd_is_error;
+static pthread_once_t zstd_once = PTHREAD_ONCE_INIT;
+
+static void zstd_load(void)
+{
+	void *lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+	zstd_is_error_fn err = lib ? (zstd_is_error_fn)dlsym(lib, "ZSTD_isError") : NULL;
+	zstd_decompress_fn dec = err ? (zstd_decompress_fn)dlsym(lib, "ZSTD_decompress") : NULL;
+	if (!dec) {
+		if (lib)
+			dlclose(lib);
+		return;
+	}
+	atomic_store(&zstd_is_error, err);
+	atomic_store(&zstd_decompress, dec);
+}
+
+/* Decodes one zstd frame of exactly dst_len bytes; false otherwise (or without libzstd). */
+static bool zstd(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len)
+{
+	pthread_once(&zstd_once, zstd_load);
+	zstd_decompress_fn dec = atomic_load(&zstd_decompress);
+	if (!dec)
+		return false;
+	size_t r = dec(dst, dst_len, src, src_len);
+	return !atomic_load(&zstd_is_error)(r) && r == dst_len;
+}
+
+bool cg_image_zstd_available(void)
+{
+	pthread_once(&zstd_once, zstd_load);
+	return atomic_load(&zstd_decompress) != NULL;
+}
+
 /* Whether a compressed entry is worth decoding: one the driver may pick for the current device
  * (a cubin of the same major architecture, not newer; PTX not newer), or any when unknown. */
 static bool wanted(struct scan *s, unsigned kind, unsigned sm)
@@ -611,15 +654,15 @@ static int scan_fatbin(struct scan *s, const uint8_t *p, uint64_t limit)
 			scan_payload(s, kind, data, padded);
 			continue;
 		}
-		/* zstd (nvcc's default for compressed entries): not decoded here. */
-		if (!(flags & ENTRY_LZ4) || (flags & ENTRY_ZSTD) || packed > padded || decoded == 0 ||
+		bool lz4 = flags & ENTRY_LZ4;
+		if (lz4 == !!(flags & ENTRY_ZSTD) || packed > padded || decoded == 0 ||
 		    decoded > s->budget || !wanted(s, kind, sm))
 			continue;
 		uint8_t *out = malloc(decoded + 1);
 		if (!out)
 			continue;
 		s->budget -= decoded;
-		if (cg_image_lz4(data, packed, out, decoded)) {
+		if (lz4 ? cg_image_lz4(data, packed, out, decoded) : zstd(data, packed, out, decoded)) {
 			out[decoded] = 0;
 			scan_payload(s, kind, out, decoded + 1);
 		}

@@ -25,7 +25,7 @@ typedef void (*cg_image_fn)(void *arg, const struct cg_image_kernel *k);
  * what cuModuleLoadData and friends take: a fat binary (bare, or in its wrapper struct), an ELF
  * cubin, or NUL-terminated PTX. No byte at or past image + limit is read (SIZE_MAX: bounded by
  * the image's own headers, for images the driver has just accepted). Compressed entries are
- * decoded when LZ4 and only those the device may use: want_sm (called once, if an entry is
+ * decoded (LZ4; zstd with the system's libzstd) and only those the device may use: want_sm (called once, if an entry is
  * compressed; NULL or 0: any) says its architecture (90: sm_90). Never writes to the image.
  * Returns how many kernels were reported, -1 when the image is not understood (nothing was
  * reported from a container whose framing is not understood). */
@@ -34,6 +34,8 @@ int cg_image_scan(const void *image, size_t limit, cg_image_sm_fn want_sm, cg_im
 
 /* LZ4 block format: decodes src into exactly dst_len bytes; false on anything malformed. */
 bool cg_image_lz4(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len);
+/* Whether zstd entries can be decoded (the system's libzstd.so.1 was found). */
+bool cg_image_zstd_available(void);
 
 /* A fingerprint of a layout (offsets and sizes by ordinal), to compare with the driver's. */
 uint64_t cg_image_fingerprint(uint32_t n, const uint32_t *off, const uint32_t *size);
