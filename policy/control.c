@@ -150,17 +150,14 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 	/* Even a full probe picks the slower mode now and then (medians of 7 noisy epochs a few
 	 * percent apart): the mode changes on a clear difference, or when the next probe, soon,
 	 * agrees. */
-	bool doubted = c->decisions && defer != c->last.defer && !clear && !c->doubt;
-	c->doubt = doubted;
-	if (doubted) {
+	bool doubted = c->decisions && defer != c->last.defer && !clear && !c->last.doubted;
+	if (doubted)
 		defer = c->last.defer;
-		c->hold_len = CG_CONTROL_HOLD_FIRST / 2;
-	}
 	bool flipped = c->decisions && defer != c->last.defer;
-	if (!c->decisions || flipped)
+	if (doubted)
+		c->hold_len = CG_CONTROL_HOLD_FIRST / 2;  /* the next probe, soon, confirms or clears it */
+	else if (!c->decisions || flipped)
 		c->hold_len = clear ? CG_CONTROL_HOLD_CLEAR : CG_CONTROL_HOLD_FIRST;
-	else if (doubted)
-		;  /* held briefly: the next probe confirms or clears the doubt */
 	else if (c->hold_len < CG_CONTROL_HOLD_MAX)
 		c->hold_len *= 2;
 	c->decisions++;

@@ -54,7 +54,6 @@ struct cg_control {
 	double sample[2][CG_CONTROL_SAMPLES];
 	uint32_t nsample[2];
 	uint32_t hold, hold_len;
-	bool doubt;                 /* the last probe doubted the standing decision */
 	uint32_t decisions, flips;
 	struct cg_control_decision last;
 };
