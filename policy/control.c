@@ -27,6 +27,13 @@
 #define CG_CONTROL_HOLD_FIRST 16       /* epochs a decision holds at first, */
 #define CG_CONTROL_HOLD_CLEAR 64       /* after a clear win, */
 #define CG_CONTROL_HOLD_MAX 1024       /* and at most, doubling while the same mode wins */
+/* The losing mode's epochs of a probe cost the program time: a decision holds long enough that
+ * the next probe costs at most this share of the time held (a C loop four times faster in
+ * graphs: one eager epoch per ~400 graphed ones). */
+#define CG_CONTROL_PROBE_SHARE 0.01
+/* Epochs in a row that a probe may skip because graphs were built or timed in them (one-time
+ * costs that say nothing about either mode); after that the epoch counts as it is. */
+#define CG_CONTROL_UNSETTLED_MAX 3
 
 void cg_control_init(struct cg_control *c)
 {
@@ -106,11 +113,32 @@ static void start_probe(struct cg_control *c)
 	c->nsample[0] = c->nsample[1] = 0;
 }
 
-static void add_sample(struct cg_control *c, double per_op)
+static void add_sample(struct cg_control *c, double per_op, uint64_t epoch_ns)
 {
 	uint32_t m = c->defer;
-	if (c->nsample[m] < CG_CONTROL_SAMPLES)
-		c->sample[m][c->nsample[m]++] = per_op;
+	if (c->nsample[m] < CG_CONTROL_SAMPLES) {
+		c->sample[m][c->nsample[m]] = per_op;
+		c->sample_ns[m][c->nsample[m]++] = epoch_ns;
+	}
+}
+
+/* Epochs the winning mode must hold so that the next probe, if it goes as this one did, costs
+ * at most CG_CONTROL_PROBE_SHARE of the time held: the losing epochs' time beyond what the
+ * winner would have taken for their work, over the winner's time per epoch. */
+static uint32_t hold_for_cost(const struct cg_control *c, bool defer)
+{
+	uint32_t w = defer, l = !defer;
+	double win = median(c->sample[w], c->nsample[w]), excess = 0, held = 0;
+	for (uint32_t i = 0; i < c->nsample[l]; i++)
+		if (c->sample[l][i] > win)
+			excess += (double)c->sample_ns[l][i] * (1 - win / c->sample[l][i]);
+	for (uint32_t i = 0; i < c->nsample[w]; i++)
+		held += (double)c->sample_ns[w][i];
+	held /= c->nsample[w];
+	if (held <= 0)
+		return 0;
+	double h = excess / (CG_CONTROL_PROBE_SHARE * held);
+	return h >= CG_CONTROL_HOLD_MAX ? CG_CONTROL_HOLD_MAX : (uint32_t)h + 1;
 }
 
 /* Has the probe seen enough? Sets *defer and *clear when it has. */
@@ -162,7 +190,8 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 		c->hold_len *= 2;
 	c->decisions++;
 	c->flips += flipped;
-	c->hold = c->hold_len;
+	uint32_t cost = hold_for_cost(c, defer);
+	c->hold = c->hold_len > cost ? c->hold_len : cost;
 	c->phase = CG_CTL_HOLD;
 	c->defer = defer;
 	c->last = (struct cg_control_decision){
@@ -178,8 +207,9 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 	*out = c->last;
 }
 
-/* An epoch of c->defer's mode ended, `per_op` ns per op. */
-static bool epoch_end(struct cg_control *c, double per_op, bool graphed,
+/* An epoch of c->defer's mode ended, `per_op` ns per op over `epoch_ns`; `graphed`: settled
+ * throughout (control.h). */
+static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bool graphed,
                       struct cg_control_decision *out)
 {
 	switch (c->phase) {
@@ -189,16 +219,22 @@ static bool epoch_end(struct cg_control *c, double per_op, bool graphed,
 		/* A whole epoch with graphs settled: the probe starts with it as its first graphed
 		 * sample (graphed first: where graphs win big, the eager epochs are the cost). */
 		start_probe(c);
-		add_sample(c, per_op);
+		add_sample(c, per_op, epoch_ns);
 		break;
 	case CG_CTL_HOLD:
 		if (--c->hold)
 			return false;
 		start_probe(c);
-		add_sample(c, per_op);  /* the last epoch held is the probe's first sample */
+		add_sample(c, per_op, epoch_ns);  /* the last epoch held is the probe's first sample */
 		break;
 	case CG_CTL_PROBE: {
-		add_sample(c, per_op);
+		/* Graph builds or cost-gate timings slowed this epoch: measure its mode again. */
+		if (!graphed && c->unsettled < CG_CONTROL_UNSETTLED_MAX) {
+			c->unsettled++;
+			return false;
+		}
+		c->unsettled = 0;
+		add_sample(c, per_op, epoch_ns);
 		bool defer = true, clear = false;
 		if (probe_done(c, &defer, &clear)) {
 			decide(c, defer, clear, out);
@@ -230,12 +266,13 @@ bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool 
 	c->epoch_intervals++;
 	if (!epoch_complete(c, end))
 		return false;
-	double per_op = (double)(end - c->epoch_ns) / (double)(c->epoch_ops ? c->epoch_ops : 1);
+	uint64_t epoch_ns = end - c->epoch_ns;
+	double per_op = (double)epoch_ns / (double)(c->epoch_ops ? c->epoch_ops : 1);
 	bool settled = c->epoch_graphed;
 	c->epoch_len = c->epoch_intervals;
 	c->epoch_ns = end;
 	c->epoch_ops = 0;
 	c->epoch_intervals = 0;
 	c->epoch_graphed = true;
-	return epoch_end(c, per_op, settled, out);
+	return epoch_end(c, per_op, epoch_ns, settled, out);
 }

@@ -50,9 +50,12 @@ struct cg_control {
 	uint32_t ring[CG_CONTROL_RING];
 	uint64_t nring;
 	uint32_t period;
-	/* The current probe's epochs, ns per op, [0] eager, [1] graphed. */
+	/* The current probe's epochs, ns per op and each epoch's length in ns, [0] eager,
+	 * [1] graphed. */
 	double sample[2][CG_CONTROL_SAMPLES];
+	uint64_t sample_ns[2][CG_CONTROL_SAMPLES];
 	uint32_t nsample[2];
+	uint32_t unsettled;         /* unsettled epochs in a row not taken as samples */
 	uint32_t hold, hold_len;
 	uint32_t decisions, flips;
 	struct cg_control_decision last;
@@ -72,8 +75,9 @@ void cg_control_summarize(const struct cg_control *c, struct cg_control_summary 
 /* An interval of `ops` ops ended at `end_ns`: `waited`, at the last of one or more waits for
  * the GPU (a sync, a copy to the host; the caller closes it at the next op, so that a wait
  * counts in the epoch whose work it waits for), else after c->window ops without a wait.
- * `graphed`: graphs are in use and settled (launched, none being timed for the cost gate), so
- * deferring makes its difference; probing starts after a whole epoch of such intervals.
+ * `graphed`: graphs are in use and settled (launched, none built or timed for the cost gate in
+ * the interval), so deferring makes its difference; probing starts after a whole epoch of such
+ * intervals, and an epoch that was not settled is measured again rather than compared.
  * Returns true when a probe just ended, with its outcome in *out; c->defer says the mode from
  * now on. */
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end_ns, bool waited,

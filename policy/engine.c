@@ -44,6 +44,8 @@ struct cg_engine {
 	bool launched;           /* atomic: a graph has been launched */
 	uint64_t timed;          /* atomic: runs timed for the cost gate so far */
 	uint64_t ctl_timed;      /* `timed` when the controller last looked */
+	uint64_t built;          /* atomic: graphs built so far */
+	uint64_t ctl_built;      /* `built` when the controller last looked */
 };
 
 struct cg_stream {
@@ -352,6 +354,7 @@ static enum cg_reason build(struct cg_stream *s, struct cg_chunk *t, const char 
 	t->last_used = ++s->tick;
 	cg_chunk_hold_args(t, &s->sc);
 	ST(s, graphs_built, 1);
+	__atomic_fetch_add(&e->built, 1, __ATOMIC_RELAXED);
 	chunk_event(s, CG_EV_GRAPH_BUILT, CG_R_NONE, t);
 	return CG_R_NONE;
 }
@@ -460,6 +463,7 @@ static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 	t->ninst++;
 	cg_chunk_hold_inst_args(t, t->ninst - 1, &s->sc);
 	ST(s, graphs_built, 1);
+	__atomic_fetch_add(&e->built, 1, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -879,11 +883,15 @@ static void control_op(struct cg_stream *s)
 	n = __atomic_exchange_n(&e->ctl_ops, wait ? 1 : 0, __ATOMIC_RELAXED);
 	if (wait || n >= e->ctl.window) {  /* else another thread's op closed it meanwhile */
 		uint64_t end = wait ? wait : e->now_ns();
-		/* Graphs settled: in use, and none timed for the cost gate in this interval (a timed
-		 * sample runs a chunk eagerly, with events, while its mode says graphs). */
+		/* Graphs settled: in use, and none timed for the cost gate (a timed sample runs a
+		 * chunk eagerly, with events, while its mode says graphs) or built (instantiation
+		 * costs the host once) in this interval. */
 		uint64_t timed = __atomic_load_n(&e->timed, __ATOMIC_RELAXED);
-		bool settled = __atomic_load_n(&e->launched, __ATOMIC_RELAXED) && timed == e->ctl_timed;
+		uint64_t built = __atomic_load_n(&e->built, __ATOMIC_RELAXED);
+		bool settled = __atomic_load_n(&e->launched, __ATOMIC_RELAXED) &&
+		               timed == e->ctl_timed && built == e->ctl_built;
 		e->ctl_timed = timed;
+		e->ctl_built = built;
 		decided = cg_control_interval(&e->ctl, wait ? n - 1 : n, end, wait != 0, settled, &d);
 		__atomic_store_n(&e->ctl_window, e->ctl.window, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->ctl_probing, e->ctl.phase == CG_CTL_PROBE, __ATOMIC_RELAXED);
