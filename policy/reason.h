@@ -23,6 +23,7 @@
 	X(UNKNOWN_API,   "unknown_api",      "an unclassified driver entry point was called; pending work was flushed before it") \
 	X(MODULE,        "module",           "module load/unload or context change") \
 	X(UNGRAPHABLE,   "ungraphable",      "a launch form cugraft does not graph (unknown parameter layout, event attributes)") \
+	X(UNPROVEN_SHAPE, "unproven_shape", "a kernel launched with more threads per block or dynamic shared memory, or another grid, than the driver accepted for it before in its context: it ran eagerly, so that a shape only this kernel refuses fails at the program's own call; once accepted, it is graphed") \
 	X(SCOPE,         "scope",            "excluded by CUGRAFT_SCOPE") \
 	X(PER_THREAD,    "per_thread_stream", "work on a per-thread default stream ran eagerly: the private stream or events through which other threads reach its deferred work could not be created or recorded") \
 	X(TIMEOUT,       "timeout",          "pending work waited CUGRAFT_MAX_DEFER_US without its chunk completing; submitted eagerly") \

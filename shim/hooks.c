@@ -94,6 +94,7 @@ static CUresult ctx_destroy(enum cg_entry entry, CUcontext ctx)
 	if (active()) {
 		cg_count(CG_COUNT_ENTRY + entry);
 		cg_stream_forget_ctx(ctx, CG_R_MODULE);
+		cg_layout_forget_ctx(ctx);
 	}
 	return ((__typeof__(&cuCtxDestroy_v2))cg_real[entry])(ctx);
 }
@@ -105,6 +106,7 @@ static CUresult primary_reset(enum cg_entry entry, CUdevice dev)
 		CUcontext ctx = NULL;
 		if (CG_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) == CUDA_SUCCESS) {
 			cg_stream_forget_ctx(ctx, CG_R_MODULE);
+			cg_layout_forget_ctx(ctx);
 			CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
 		}
 	}
@@ -130,6 +132,7 @@ static CUresult primary_release(enum cg_entry entry, CUdevice dev)
 	if (have && CG_REAL(cuDevicePrimaryCtxGetState)(dev, &flags, &alive) == CUDA_SUCCESS && !alive) {
 		cg_backend_context_gone(ctx);
 		cg_stream_forget_ctx(ctx, CG_R_MODULE);
+		cg_layout_forget_ctx(ctx);
 	}
 	return r;
 }
@@ -230,26 +233,31 @@ static bool attr_repeat(uintptr_t h, int attr, int dev, int value)
 	return same;
 }
 
-#define ATTR_HOOK(n, fam, params, args, h, attr, dev, value)                                          \
+#define ATTR_HOOK(n, fam, limits, params, args, h, attr, dev, value)                                  \
 	CG_EXPORT CUresult n params                                                             \
 	{                                                                                       \
 		if (active()) {                                                                 \
 			COUNT(n);                                                               \
-			if (!attr_repeat((uintptr_t)(h), (fam) * 4096 + (int)(attr), (int)(dev), (int)(value))) \
-			{                                                                       \
+			bool changed_ = !attr_repeat((uintptr_t)(h), (fam) * 4096 + (int)(attr), \
+			                             (int)(dev), (int)(value));                 \
+			if (changed_) {                                                         \
 				cg_tl_api = #n;                                                 \
 				cg_flush_all(CG_R_UNGRAPHABLE);                                 \
 			}                                                                       \
+			if (limits)                                                             \
+				cg_layout_limit_set((h), (int)(attr), (int)(value), changed_);  \
 		}                                                                               \
 		return CG_REAL(n) args;                                                         \
 	}
 
-ATTR_HOOK(cuFuncSetAttribute, 1, (CUfunction hfunc, CUfunction_attribute attrib, int value),
+/* The attribute setters may lower a limit a deferred launch would exceed (`limits`): the shapes
+ * proven under the old one are proven again (sig.h, cg_launch_need). */
+ATTR_HOOK(cuFuncSetAttribute, 1, true, (CUfunction hfunc, CUfunction_attribute attrib, int value),
           (hfunc, attrib, value), hfunc, attrib, -1, value)
-ATTR_HOOK(cuKernelSetAttribute, 2, (CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev),
+ATTR_HOOK(cuKernelSetAttribute, 2, true, (CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev),
           (attrib, val, kernel, dev), kernel, attrib, dev, val)
-ATTR_HOOK(cuFuncSetCacheConfig, 3, (CUfunction hfunc, CUfunc_cache config), (hfunc, config), hfunc, 0, -1, config)
-ATTR_HOOK(cuKernelSetCacheConfig, 4, (CUkernel kernel, CUfunc_cache config, CUdevice dev),
+ATTR_HOOK(cuFuncSetCacheConfig, 3, false, (CUfunction hfunc, CUfunc_cache config), (hfunc, config), hfunc, 0, -1, config)
+ATTR_HOOK(cuKernelSetCacheConfig, 4, false, (CUkernel kernel, CUfunc_cache config, CUdevice dev),
           (kernel, config, dev), kernel, 0, dev, config)
 
 /* --- managed memory: CPU-offload style jobs migrate pages on demand; the work stays exact

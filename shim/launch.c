@@ -144,8 +144,8 @@ static int pack_args(const struct cg_layout *l, void **params, void **extra, uns
  * the launch's cluster dimension): the launch goes to the driver as the program made it, so that
  * the program gets the error. Deferred, it would only fail in a graph patch or capture, where
  * the failure reaches nobody. Limits of the function or the device (its threads per block,
- * shared memory beyond its attribute, cluster dimensions compiled into it) are left to the
- * driver. */
+ * shared memory beyond its attribute, cluster dimensions compiled into it) are met by proof:
+ * only a shape the driver accepted before in the same context is deferred (cg_launch_proven). */
 static bool shape_valid(const unsigned grid[3], const unsigned block[3], const struct cg_sig *sig)
 {
 	if (!grid[0] || !grid[1] || !grid[2] || grid[0] > 0x7fffffffu || grid[1] > 65535 ||
@@ -164,11 +164,40 @@ static bool shape_valid(const unsigned grid[3], const unsigned block[3], const s
 	return true;
 }
 
+/* The shape a clustered or cooperative launch needs resident at once (sig.h), else 0. */
+static uint64_t bound_of(const struct cg_sig *sig, const unsigned grid[3], uint64_t threads, unsigned shmem)
+{
+	uint64_t cluster = 1;
+	bool coop = false;
+	for (uint32_t i = 0; i < sig->nattrs; i++) {
+		const CUlaunchAttribute *a = &sig->attrs[i];
+		uint64_t c = 1;
+		if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			c = (uint64_t)a->value.clusterDim.x * a->value.clusterDim.y * a->value.clusterDim.z;
+		else if (a->id == CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION)
+			c = (uint64_t)a->value.preferredClusterDim.x * a->value.preferredClusterDim.y *
+			    a->value.preferredClusterDim.z;
+		else if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a->value.cooperative)
+			coop = true;
+		cluster = c > cluster ? c : cluster;
+	}
+	if (cluster == 1 && !coop)
+		return 0;
+	uint64_t blocks = coop ? (uint64_t)grid[0] * grid[1] * grid[2] : 0;
+	if (cluster > 0x1f || shmem > 0x1fffff || blocks > 0x7ffffff)
+		return CG_BOUND_NEVER;
+	return CG_BOUND_THREADS(threads) | CG_BOUND_SHMEM(shmem) | CG_BOUND_CLUSTER(cluster) |
+	       CG_BOUND_GRID(blocks);
+}
+
 /* Builds the op of a kernel launch; else why it cannot be graphed (then it is a boundary:
- * it must run after the pending work of its stream). buf: CG_ARGS_PARAMS + ARGS_INLINE bytes. */
-static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf, CUfunction f,
-                      const unsigned grid[3], const unsigned block[3], unsigned shmem,
-                      const CUlaunchAttribute *attrs, unsigned nattrs, void **params, void **extra)
+ * it must run after the pending work of its stream). buf: CG_ARGS_PARAMS + ARGS_INLINE bytes.
+ * `need`: what the launch asks of its function (sig.h), to be proven before the op is given to
+ * the engine; its layout stays NULL where the shape is not checked. */
+static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned char *buf,
+                      struct cg_launch_need *need, CUfunction f, const unsigned grid[3],
+                      const unsigned block[3], unsigned shmem, const CUlaunchAttribute *attrs,
+                      unsigned nattrs, void **params, void **extra)
 {
 	const struct cg_layout *l = cg_layout_of(f);
 	if (!l)
@@ -184,6 +213,11 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	sig->a = sig->b = 0;
 	if (!pack_attrs(sig, attrs, nattrs) || !shape_valid(grid, block, sig))
 		return CG_R_UNGRAPHABLE;
+	uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+	need->layout = l;
+	need->open = threads << 32 | shmem;
+	memcpy(need->grid, grid, sizeof(need->grid));
+	need->bound = bound_of(sig, grid, threads, shmem);
 	struct cg_launch_shape sh = { .shmem = shmem };
 	memcpy(sh.grid, grid, sizeof(sh.grid));
 	memcpy(sh.block, block, sizeof(sh.block));
@@ -200,7 +234,9 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	return CG_R_NONE;
 }
 
-#define LAUNCH_BODY(entry, ptsz, h, FWD)                                                        \
+/* DEFERRABLE: the op may be given to the engine (cg_launch_deferrable); ACCEPTED: after the
+ * driver accepted the forwarded call. Both may use s_, never NULL there. */
+#define LAUNCH_BODY(entry, ptsz, h, FWD, DEFERRABLE, ACCEPTED)                                  \
 	if (hands_off(ptsz && !h ? CU_STREAM_PER_THREAD : h)) {                                 \
 		cg_tl_forwarding++;                                                             \
 		CUresult r_ = FWD;                                                              \
@@ -210,6 +246,8 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	cg_count(CG_COUNT_ENTRY + CG_E_##entry);                                               \
 	cg_tl_api = #entry;                                                                     \
 	struct cg_sstate *s_ = cg_stream_get(h, ptsz);                                          \
+	if (s_ && why == CG_R_NONE && !(DEFERRABLE))                                            \
+		why = CG_R_UNPROVEN_SHAPE;                                                      \
 	if (!s_ || why != CG_R_NONE) {                                                          \
 		why = why != CG_R_NONE ? why : CG_R_UNGRAPHABLE;                                \
 		cg_events_bypass(why);                                                          \
@@ -217,6 +255,8 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		cg_tl_forwarding++;                                                             \
 		CUresult r_ = CG_FLOOR_TIMED(FWD);                                              \
 		cg_tl_forwarding--;                                                             \
+		if (r_ == CUDA_SUCCESS && s_)                                                   \
+			ACCEPTED;                                                               \
 		return r_;                                                                      \
 	}                                                                                       \
 	if (take(s_, &op))                                                                      \
@@ -224,6 +264,8 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	cg_tl_forwarding++;                                                                     \
 	CUresult r_ = CG_FLOOR_TIMED(FWD);                                                      \
 	cg_tl_forwarding--;                                                                     \
+	if (r_ == CUDA_SUCCESS)                                                                 \
+		ACCEPTED;                                                                       \
 	release(s_);                                                                            \
 	return r_;
 
@@ -235,14 +277,17 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		struct cg_op op;                                                                \
 		struct cg_sig sig;                                                              \
 		unsigned char buf[CG_ARGS_PARAMS + ARGS_INLINE];                                \
+		struct cg_launch_need need = { .layout = NULL };                                \
 		enum cg_reason why = CG_R_UNGRAPHABLE;                                          \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		if (!cg_shim_passthrough() && cg_driver_ready()) {                              \
 			const unsigned g[3] = { gx, gy, gz }, b[3] = { bx, by, bz };            \
-			why = kernel_op(&op, &sig, buf, f, g, b, shmem, NULL, 0, params, extra); \
+			why = kernel_op(&op, &sig, buf, &need, f, g, b, shmem, NULL, 0, params, \
+			                extra);                                                 \
 		}                                                                               \
 		LAUNCH_BODY(entry, ptsz, h,                                                     \
-		            CG_REAL(entry)(f, gx, gy, gz, bx, by, bz, shmem, h, params, extra))  \
+		            CG_REAL(entry)(f, gx, gy, gz, bx, by, bz, shmem, h, params, extra),  \
+		            cg_launch_deferrable(&need, s_->ctx), cg_launch_accepted(&need, s_->ctx)) \
 	}
 
 #define KERNEL_EX_HOOK(entry, ptsz)                                                             \
@@ -251,16 +296,18 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		struct cg_op op;                                                                \
 		struct cg_sig sig;                                                              \
 		unsigned char buf[CG_ARGS_PARAMS + ARGS_INLINE];                                \
+		struct cg_launch_need need = { .layout = NULL };                                \
 		enum cg_reason why = CG_R_UNGRAPHABLE;                                          \
 		CUstream h = c ? c->hStream : NULL;                                             \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		if (c && !cg_shim_passthrough() && cg_driver_ready()) {                         \
 			const unsigned g[3] = { c->gridDimX, c->gridDimY, c->gridDimZ };        \
 			const unsigned b[3] = { c->blockDimX, c->blockDimY, c->blockDimZ };     \
-			why = kernel_op(&op, &sig, buf, f, g, b, c->sharedMemBytes, c->attrs,   \
-			                c->numAttrs, params, extra);                             \
+			why = kernel_op(&op, &sig, buf, &need, f, g, b, c->sharedMemBytes,      \
+			                c->attrs, c->numAttrs, params, extra);                   \
 		}                                                                               \
-		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(c, f, params, extra))                \
+		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(c, f, params, extra),                \
+		            cg_launch_deferrable(&need, s_->ctx), cg_launch_accepted(&need, s_->ctx)) \
 	}
 
 KERNEL_HOOK(cuLaunchKernel, false)
@@ -295,7 +342,7 @@ static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[2], enum 
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		enum cg_reason why = cg_opt_scope()->memops ? CG_R_NONE : CG_R_SCOPE;           \
 		mem_op(&op, &sig, args, kind, dst, (uint64_t)v, n);                             \
-		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h))                       \
+		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h), true, (void)0)        \
 	}
 
 MEM_HOOK(cuMemsetD8Async, false, CG_K_MEMSET8, unsigned char)

@@ -237,6 +237,12 @@ static const struct cg_layout *ask_driver(CUfunction f)
 			l->size = off[i] + size[i];
 	}
 	find_gaps(l, (struct cg_layout_gap *)&l->p[n]);
+	for (int i = 0; i < CG_LAYOUT_CTXS; i++) {
+		atomic_init(&l->seen[i].ctx, NULL);
+		atomic_init(&l->seen[i].open, 0);
+		atomic_init(&l->seen[i].grid, 0);
+		atomic_init(&l->seen[i].bound, 0);
+	}
 	const char *name = NULL;
 	atomic_init(&l->launches, 0);
 	if (as_kernel && cg_real[CG_E_cuKernelGetName])
@@ -280,6 +286,165 @@ const struct cg_layout *cg_layout_of(CUfunction f)
 	}
 	pthread_mutex_unlock(&lock);
 	return l == &unknown_layout ? NULL : l;
+}
+
+/* --- launch shapes the driver accepted (sig.h, cg_launch_need) --------------------------- */
+
+static uint32_t gcd(uint32_t a, uint32_t b)
+{
+	while (b) {
+		uint32_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Raises a record to cover `want` with `merge`; records only grow here (cg_layout_limit_set
+ * lowers them). */
+static void grow(_Atomic uint64_t *rec, uint64_t want, uint64_t (*merge)(uint64_t have, uint64_t want))
+{
+	uint64_t have = atomic_load_explicit(rec, memory_order_relaxed), next;
+	do {
+		next = merge(have, want);
+		if (next == have)
+			return;
+	} while (!atomic_compare_exchange_weak_explicit(rec, &have, next, memory_order_relaxed,
+	                                                memory_order_relaxed));
+}
+
+static uint64_t merge_open(uint64_t have, uint64_t want)
+{
+	uint64_t t = (want >> 32) > (have >> 32) ? want >> 32 : have >> 32;
+	uint32_t m = (uint32_t)want > (uint32_t)have ? (uint32_t)want : (uint32_t)have;
+	return t << 32 | m;
+}
+
+static uint64_t merge_grid(uint64_t have, uint64_t want)
+{
+	return (uint64_t)gcd((uint32_t)(have >> 32), (uint32_t)(want >> 32)) << 32 |
+	       (uint64_t)gcd((uint32_t)(have >> 16) & 0xffff, (uint32_t)(want >> 16) & 0xffff) << 16 |
+	       gcd((uint32_t)have & 0xffff, (uint32_t)want & 0xffff);
+}
+
+/* Fields do not combine for a bound shape (its threads and shared memory limit together how many
+ * blocks are resident): the last accepted shape that the record did not cover replaces it. */
+static uint64_t merge_bound(uint64_t have, uint64_t want)
+{
+	return cg_bound_covers(have, want) ? have : want;
+}
+
+/* ctx's record in l, claimed if it has none; NULL when all are taken by other contexts (their
+ * launches then stay eager). `*claimed`: this call made it. */
+static struct cg_layout_seen *seen_claim(const struct cg_layout *l, CUcontext ctx, bool *claimed)
+{
+	struct cg_layout_seen *seen = ((struct cg_layout *)l)->seen;
+	for (int i = 0; i < CG_LAYOUT_CTXS; i++) {
+		CUcontext c = NULL;
+		*claimed = atomic_compare_exchange_strong_explicit(&seen[i].ctx, &c, ctx, memory_order_acq_rel,
+		                                                   memory_order_acquire);
+		if (*claimed || c == ctx)
+			return &seen[i];
+	}
+	*claimed = false;
+	return NULL;
+}
+
+bool cg_layout_first(const struct cg_layout *l, CUcontext ctx)
+{
+	bool claimed;
+	return ctx && seen_claim(l, ctx, &claimed) && claimed;
+}
+
+void cg_layout_accept(const struct cg_launch_need *n, CUcontext ctx)
+{
+	if (n->bound == CG_BOUND_NEVER)
+		return;
+	bool claimed;
+	struct cg_layout_seen *e = seen_claim(n->layout, ctx, &claimed);
+	if (!e)
+		return;
+	grow(&e->open, n->open, merge_open);
+	grow(&e->grid, (uint64_t)n->grid[0] << 32 | (uint64_t)n->grid[1] << 16 | n->grid[2], merge_grid);
+	if (n->bound)
+		grow(&e->bound, n->bound, merge_bound);
+}
+
+/* Lowers what `e` remembers to what a limit of `attr` at `value` still allows. */
+static void clamp(struct cg_layout_seen *e, int attr, int value)
+{
+	if (attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+		/* Cluster sizes: clustered shapes are proven again; a required cluster dimension must
+		 * also divide every grid. */
+		atomic_store_explicit(&e->bound, 0, memory_order_relaxed);
+		if (attr == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH ||
+		    attr == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT ||
+		    attr == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)
+			atomic_store_explicit(&e->grid, 0, memory_order_relaxed);
+		return;
+	}
+	uint32_t v = value < 0 ? 0 : (uint32_t)value;
+	uint64_t o = atomic_load_explicit(&e->open, memory_order_relaxed);
+	while ((uint32_t)o > v && !atomic_compare_exchange_weak_explicit(&e->open, &o, (o >> 32) << 32 | v,
+	                                                                 memory_order_relaxed, memory_order_relaxed))
+		;
+	/* A bound shape with less shared memory is covered by the one accepted. */
+	uint64_t b = atomic_load_explicit(&e->bound, memory_order_relaxed);
+	const uint64_t shmem = CG_BOUND_SHMEM(0x1fffff);
+	while ((b & shmem) > CG_BOUND_SHMEM(v) &&
+	       !atomic_compare_exchange_weak_explicit(&e->bound, &b, (b & ~shmem) | CG_BOUND_SHMEM(v),
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+static void clamp_layout(const struct cg_layout *l, int attr, int value)
+{
+	for (int i = 0; i < CG_LAYOUT_CTXS; i++)
+		clamp(&((struct cg_layout *)l)->seen[i], attr, value);
+}
+
+void cg_layout_limit_set(const void *h, int attr, int value, bool changed)
+{
+	/* The attributes cuda.h lets a program set that could make a shape refused: the others
+	 * (threads per block among them) cannot be set, and the carveout is a preference. */
+	switch (attr) {
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+	case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+	case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+		break;
+	default:
+		return;
+	}
+	/* A repeat (cuBLASLt sets an attribute before most launches) costs a lock-free lookup. */
+	struct table *t = atomic_load_explicit(&current, memory_order_acquire);
+	const struct cg_layout *own = t ? lookup(t, (CUfunction)h) : NULL;
+	if (own && own != &unknown_layout && own != &cg_layout_no_memory)
+		clamp_layout(own, attr, value);
+	if (!changed)
+		return;
+	pthread_mutex_lock(&lock);
+	for (const struct cg_layout *l = all_layouts; l; l = l->next_all)
+		clamp_layout(l, attr, value);
+	pthread_mutex_unlock(&lock);
+}
+
+void cg_layout_forget_ctx(CUcontext ctx)
+{
+	pthread_mutex_lock(&lock);
+	for (const struct cg_layout *l = all_layouts; l; l = l->next_all) {
+		struct cg_layout_seen *seen = ((struct cg_layout *)l)->seen;
+		for (int i = 0; i < CG_LAYOUT_CTXS; i++) {
+			if (atomic_load_explicit(&seen[i].ctx, memory_order_relaxed) != ctx)
+				continue;
+			atomic_store_explicit(&seen[i].open, 0, memory_order_relaxed);
+			atomic_store_explicit(&seen[i].grid, 0, memory_order_relaxed);
+			atomic_store_explicit(&seen[i].bound, 0, memory_order_relaxed);
+		}
+	}
+	pthread_mutex_unlock(&lock);
 }
 
 void cg_layout_reset(void)

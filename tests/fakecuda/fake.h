@@ -68,6 +68,7 @@ struct cg_kernel_def {
   unsigned nparams;
   unsigned size[CG_MAX_PARAMS], offset[CG_MAX_PARAMS];
   unsigned total;                  /* bytes of the packed parameter buffer */
+  unsigned max_threads;            /* threads per block it allows (launch bounds); 0: 1024 */
 };
 
 /* ---- handles: each object starts with a magic so a handle of the wrong kind is rejected ---- */

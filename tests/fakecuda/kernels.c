@@ -97,6 +97,9 @@ static struct cg_kernel_def defs[] = {
 #undef K
 #define NDEFS (sizeof defs / sizeof defs[0])
 
+/* Like __launch_bounds__(512) in kernels.cu: a block of more threads is refused. */
+#define GRID_SUM_MAX_THREADS 512
+
 static void layout(void)
 {
   for (unsigned k = 0; k < NDEFS; k++) {
@@ -108,6 +111,7 @@ static void layout(void)
       off += defs[k].size[i];
     }
     defs[k].total = off;
+    if (strcmp(defs[k].name, "cg_grid_sum") == 0) defs[k].max_threads = GRID_SUM_MAX_THREADS;
   }
 }
 
@@ -135,7 +139,7 @@ static CUresult module_new(struct cg_module **out)
   for (unsigned k = 0; k < NDEFS; k++) {
     struct cg_func *f = &m->funcs[k], *kn = &m->kerns[k];
     *f = (struct cg_func){ .magic = CG_FUNC, .def = &defs[k] };
-    f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = 1024;
+    f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = defs[k].max_threads ? (int)defs[k].max_threads : 1024;
     f->attr[CU_FUNC_ATTRIBUTE_NUM_REGS] = 32;
     f->attr[CU_FUNC_ATTRIBUTE_PTX_VERSION] = 80;
     f->attr[CU_FUNC_ATTRIBUTE_BINARY_VERSION] = 90;
@@ -350,12 +354,29 @@ static CUresult attr_get(int *pi, CUfunction_attribute attrib, const void *handl
   return CUDA_SUCCESS;
 }
 
+/* Only these can be set (cuda.h); the others (threads per block among them) are properties of
+ * the compiled function. Dynamic shared memory may be raised up to the device's opt-in limit
+ * and lowered again. */
+static bool settable(CUfunction_attribute attrib, int value)
+{
+  switch (attrib) {
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: return value >= 0 && value <= 232448;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: return true;
+  default: return false;
+  }
+}
+
 static CUresult attr_set(CUfunction_attribute attrib, int value, const void *handle)
 {
   struct cg_func *f = as(handle, CG_FUNC);
   if (!f) f = as(handle, CG_KERNEL);
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
-  if (attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  if (!settable(attrib, value)) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&cg_lock);
   f->attr[attrib] = value;
   pthread_mutex_unlock(&cg_lock);

@@ -6,14 +6,57 @@
  * with a read of the result, as `.item()` would. cg_grid_sum sums what its shape covers, so a
  * replay running a launch with any other shape changes the checksum; so does a refused shape
  * (mid-loop) reported as a success.
- * Prints `checksum <hex>`. usage: conf_grow [--iters N] [--block | --cluster] */
+ * --limit: shapes that only this function refuses. cg_grid_sum allows 512 threads per block
+ * (its launch bounds) and 48 KiB of dynamic shared memory unless its attribute says more. Once
+ * replayed, a token asks for 1024 threads, another for 56 KiB; then the attribute is raised to
+ * 64 KiB and 56 KiB runs for a while (replayed, the shape patched), then lowered to 48 KiB
+ * while 56 KiB is still asked for. Every launch's result is printed (`limit <token> <result>`
+ * where not CUDA_SUCCESS) and mixed into the checksum: the same calls must fail as without a
+ * shim, and a refused launch must not run. --kernel: the same through a CUkernel handle,
+ * cuLaunchKernelEx and cuKernelSetAttribute.
+ * Prints `checksum <hex>`. usage: conf_grow [--iters N] [--block | --cluster | --limit [--kernel]] */
 #include "prog.h"
 #include <stdio.h>
 #include <stdlib.h>
 
 enum { N = 1024, BLOCK = 64, CLUSTER = 2 };
 
-struct k { CUfunction chain, mix, scale, sum; CUstream s; CUdeviceptr x, acc, out, in; };
+struct k {
+  CUfunction chain, mix, scale, sum;
+  CUkernel ksum;  /* --limit --kernel: cg_grid_sum as a CUkernel */
+  int iters;
+  CUstream s;
+  CUdeviceptr x, acc, out, in;
+};
+
+enum { ATTR_RAISED = 64 << 10, ATTR_LOWERED = 48 << 10, BIG_SHMEM = 56 << 10 };
+
+static CUresult set_shmem_limit(const struct k *k, int bytes)
+{
+  if (k->ksum)
+    return cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes, k->ksum, 0);
+  return cuFuncSetAttribute(k->sum, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+
+/* cg_grid_sum of a --limit token: its result, not checked (some are refused on purpose). */
+static CUresult limit_sum(const struct k *k, int t, void **sum_p)
+{
+  int n = k->iters, raise = n * 2 / 5, lower = n * 3 / 5;
+  unsigned bx = 64, by = 1, shmem = 16u << 10;
+  if (t == n / 5)
+    by = 16; /* 1024 threads: more than its 512 */
+  if (t == n * 3 / 10 || (t >= raise && t < lower + n / 20))
+    shmem = BIG_SHMEM; /* refused, then allowed, then refused again */
+  if (t == raise)
+    CK(set_shmem_limit(k, ATTR_RAISED));
+  if (t == lower)
+    CK(set_shmem_limit(k, ATTR_LOWERED));
+  CUlaunchConfig c = { .gridDimX = 2, .gridDimY = 1, .gridDimZ = 1, .blockDimX = bx,
+                       .blockDimY = by, .blockDimZ = 1, .sharedMemBytes = shmem, .hStream = k->s };
+  if (k->ksum)
+    return cuLaunchKernelEx(&c, (CUfunction)k->ksum, sum_p, NULL);
+  return cuLaunchKernel(k->sum, c.gridDimX, 1, 1, bx, by, 1, shmem, k->s, sum_p, NULL);
+}
 
 /* Once, mid-loop, the program first tries a shape the driver refuses (grid 0; in clusters, a
  * grid that is no multiple of the cluster): it must get the error, as without a shim, and not a
@@ -42,6 +85,8 @@ static CUresult token(const struct k *k, int t, int mode, int refused)
   if (mode == 'b') {
     unsigned bx = 32u << (t % 3), by = 1 + t % 4, shmem = (unsigned)(t % 4) * (20u << 10);
     CK(cuLaunchKernel(k->sum, 2 + t % 5, 1, 1, bx, by, 1, shmem, k->s, sum_p, NULL));
+  } else if (mode == 'l') {
+    r = limit_sum(k, t, sum_p);
   } else if (mode == 'c') {
     CUlaunchAttribute cluster = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
     cluster.value.clusterDim.x = CLUSTER;
@@ -62,11 +107,18 @@ static CUresult token(const struct k *k, int t, int mode, int refused)
 int main(int argc, char **argv)
 {
   int iters = prog_iters(argc, argv, 200);
-  int mode = prog_flag(argc, argv, "--block") ? 'b' : prog_flag(argc, argv, "--cluster") ? 'c' : 0;
+  int mode = prog_flag(argc, argv, "--block") ? 'b' : prog_flag(argc, argv, "--cluster") ? 'c'
+           : prog_flag(argc, argv, "--limit") ? 'l' : 0;
   prog_init();
   CUmodule mod = prog_module();
   struct k k = { .chain = prog_fn(mod, "cg_chain"), .mix = prog_fn(mod, "cg_step_mix"),
-                 .scale = prog_fn(mod, "cg_scale_f32"), .sum = prog_fn(mod, "cg_grid_sum") };
+                 .scale = prog_fn(mod, "cg_scale_f32"), .sum = prog_fn(mod, "cg_grid_sum"),
+                 .iters = iters };
+  if (mode == 'l' && prog_flag(argc, argv, "--kernel")) {
+    CUlibrary lib;
+    CK(cuLibraryLoadData(&lib, kernels_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CK(cuLibraryGetKernel(&k.ksum, lib, "cg_grid_sum"));
+  }
   if (mode == 'b')
     CK(cuFuncSetAttribute(k.sum, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 60 << 10));
   /* threads of the largest launch: (1 + iters) clusters of blocks, or 6 blocks of 512 */
@@ -86,8 +138,12 @@ int main(int argc, char **argv)
 
   unsigned long long h = 14695981039346656037ULL;
   for (int t = 0; t < iters; t++) {
-    CUresult refused = token(&k, t, mode, t == iters / 2);
-    if (t == iters / 2) {
+    CUresult refused = token(&k, t, mode, mode != 'l' && t == iters / 2);
+    if (mode == 'l') {
+      if (refused != CUDA_SUCCESS)
+        printf("limit %d %d\n", t, (int)refused);
+      h = prog_mix(h, (unsigned long long)refused);
+    } else if (t == iters / 2) {
       printf("refused %d\n", (int)refused);
       h = prog_mix(h, (unsigned long long)refused);
     }

@@ -160,6 +160,12 @@ static void shape_updates(CUmodule mod)
   CK(cuMemAlloc(&in, 8 * 64 * sizeof(unsigned)));
   void *p[] = { &out, &in };
   CHECK(cuLaunchKernel(sum, 1, 1, 1, 1025, 1, 1, 0, s, p, NULL) == CUDA_ERROR_INVALID_VALUE);
+  /* its launch bounds: 512 threads, a limit of this function only, and no attribute raises it */
+  int max_threads = 0;
+  CK(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, sum));
+  CHECK(max_threads == 512);
+  CHECK(cuLaunchKernel(sum, 1, 1, 1, 1024, 1, 1, 0, s, p, NULL) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuFuncSetAttribute(sum, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024) != CUDA_SUCCESS);
   CHECK(cuLaunchKernel(sum, 1, 1, 1, 64, 1, 1, 64 << 10, s, p, NULL) == CUDA_ERROR_INVALID_VALUE);
   CUlaunchAttribute cluster = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
   cluster.value.clusterDim.x = 2;

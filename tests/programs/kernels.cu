@@ -49,8 +49,9 @@ extern "C" __global__ void cg_big_arg(cg_big s, unsigned long long *out)
 }
 
 // Its work is its launch shape (the fake's k_grid_sum): integer atomics, so the sum does not
-// depend on the order threads run in.
-extern "C" __global__ void cg_grid_sum(unsigned long long *out, const unsigned *in)
+// depend on the order threads run in. At most 512 threads per block, as in the fake: a larger
+// block is a shape only this function refuses (conf_grow --limit).
+extern "C" __global__ void __launch_bounds__(512) cg_grid_sum(unsigned long long *out, const unsigned *in)
 {
   unsigned long long b = blockIdx.x + gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
   unsigned long long t = threadIdx.x + blockDim.x * (threadIdx.y + (unsigned long long)blockDim.y * threadIdx.z);

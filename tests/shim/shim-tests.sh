@@ -515,6 +515,21 @@ conf-grow|conf-grow-block|conf-grow-cluster) # launch shapes that change every i
   [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
     fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
   ;;
+conf-grow-limit|conf-grow-limit-kernel) # a shape only cg_grid_sum refuses (1024 threads of its
+  # 512; 56 KiB of shared memory before its attribute is raised and after it is lowered again),
+  # once its loop is replayed: the same calls fail with the same errors as without the shim,
+  # and no refused launch runs; the rest is still replayed
+  args=--limit; [ "$case_name" = conf-grow-limit-kernel ] && args="--limit --kernel"
+  eager e "$progs/conf_grow" $args
+  shim s "$progs/conf_grow" $args
+  same_result e s; same_work e s
+  [ "$(grep -c '^limit ' "$tmp/e.out")" -ge 12 ] || fail "eager: $(grep -c '^limit ' "$tmp/e.out") refused launches, want 12"
+  cmp -s <(grep '^limit ' "$tmp/e.out") <(grep '^limit ' "$tmp/s.out") ||
+    fail "refused launches (token result) differ: eager $(grep '^limit ' "$tmp/e.out" | tr '\n' ' '); shim $(grep '^limit ' "$tmp/s.out" | tr '\n' ' ')"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 100 ] || fail "$(summary "$tmp/s.jsonl" graph_launches) graph launches, want the loop replayed"
+  [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
+    fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
+  ;;
 conf-fork) # fork() with deferred work: the child (exit(0), atexit handlers) calls no driver entry
            # point and writes nothing into the parent's report; the parent still replays
   # a 10 s deferral bound: the parent's flusher cannot submit while the child runs, so every

@@ -20,7 +20,7 @@
 #include "shim/stream.h"
 #include "policy/engine.h"
 
-static CUfunction chain;
+static CUfunction chain, grid_sum; /* grid_sum: at most 512 threads per block (the fake) */
 
 static int setup(void **state)
 {
@@ -43,7 +43,8 @@ static int setup(void **state)
 	    CG_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) != CUDA_SUCCESS ||
 	    CG_REAL(cuCtxSetCurrent)(ctx) != CUDA_SUCCESS ||
 	    CG_REAL(cuModuleLoadData)(&mod, "the fake ignores the image") != CUDA_SUCCESS ||
-	    CG_REAL(cuModuleGetFunction)(&chain, mod, "cg_chain") != CUDA_SUCCESS)
+	    CG_REAL(cuModuleGetFunction)(&chain, mod, "cg_chain") != CUDA_SUCCESS ||
+	    CG_REAL(cuModuleGetFunction)(&grid_sum, mod, "cg_grid_sum") != CUDA_SUCCESS)
 		return -1;
 	return 0;
 }
@@ -127,6 +128,79 @@ static void test_replayed_launches_compute_what_eager_ones_do(void **state)
 	assert_true(after.graph_launches > before.graph_launches);
 	assert_true(after.ops_replayed > before.ops_replayed);
 	assert_true(after.patches > before.patches);  /* the argument that alternates */
+	cg_stream_forget(h);
+}
+
+static uint64_t engine_ops(void)
+{
+	struct cg_stats st;
+	cg_engine_stats(cg_shim.engine, &st);
+	return st.ops;
+}
+
+/* One cg_grid_sum launch of `block` threads on `grid` blocks, in clusters of `cluster` blocks
+ * (1: no cluster attribute), with `shmem` bytes of dynamic shared memory, must return `want` and
+ * reach the engine or not (`given`: an unproven shape goes to the driver as made, past it). */
+static void expect(CUstream h, unsigned grid, unsigned block, unsigned cluster, unsigned shmem,
+                   CUresult want, bool given)
+{
+	static unsigned long long out;
+	static unsigned in[8 * 1024];
+	CUdeviceptr o = (CUdeviceptr)(uintptr_t)&out, i = (CUdeviceptr)(uintptr_t)in;
+	void *params[] = { &o, &i };
+	CUlaunchAttribute a = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+	a.value.clusterDim.x = cluster;
+	a.value.clusterDim.y = a.value.clusterDim.z = 1;
+	CUlaunchConfig c = { .gridDimX = grid, .gridDimY = 1, .gridDimZ = 1, .blockDimX = block,
+	                     .blockDimY = 1, .blockDimZ = 1, .sharedMemBytes = shmem, .hStream = h,
+	                     .attrs = &a, .numAttrs = cluster > 1 };
+	uint64_t ops = engine_ops();
+	assert_int_equal(cuLaunchKernelEx(&c, grid_sum, params, NULL), want);
+	assert_int_equal(engine_ops() != ops, given);
+}
+
+/* A launch is deferred only in a shape the driver accepted for its kernel in its context: a
+ * larger block, a grid the earlier ones do not divide, a clustered shape after a cluster
+ * attribute changed, shared memory after its attribute changed go past the engine, so that a
+ * refusal reaches the call; once accepted, the shape is given to the engine again. */
+static void test_unproven_shapes_pass_the_engine(void **state)
+{
+	CUstream h = new_stream(CU_STREAM_NON_BLOCKING);
+	/* the first launch in the context reaches the engine: it cannot match what it never saw */
+	expect(h, 4, 64, 2, 0, CUDA_SUCCESS, true);
+	for (int it = 0; it < 8; it++) {
+		expect(h, 4, 64, 2, 0, CUDA_SUCCESS, true);
+		assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+	}
+	/* more threads than its 512: refused at the call, not deferred */
+	expect(h, 4, 1024, 1, 0, CUDA_ERROR_INVALID_VALUE, false);
+	/* a larger clustered block: proven once, then given */
+	expect(h, 4, 128, 2, 0, CUDA_SUCCESS, false);
+	expect(h, 4, 128, 2, 0, CUDA_SUCCESS, true);
+	/* a smaller cluster of smaller blocks is covered */
+	expect(h, 4, 64, 1, 0, CUDA_SUCCESS, true);
+	/* grids so far: 4 (divisor 4); 6 is not a multiple, 2 is then (divisor 2), 3 is not */
+	expect(h, 6, 64, 1, 0, CUDA_SUCCESS, false);
+	expect(h, 2, 64, 1, 0, CUDA_SUCCESS, true);
+	expect(h, 3, 64, 1, 0, CUDA_SUCCESS, false);
+	expect(h, 5, 64, 1, 0, CUDA_SUCCESS, true);
+	/* a cluster attribute that may lower what fits: clustered shapes are proven again */
+	assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+	                 CUDA_SUCCESS);
+	expect(h, 4, 64, 2, 0, CUDA_SUCCESS, false);
+	expect(h, 4, 64, 2, 0, CUDA_SUCCESS, true);
+	/* shared memory above a lowered attribute: refused at the call */
+	assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 << 10),
+	                 CUDA_SUCCESS);
+	expect(h, 2, 64, 1, 60 << 10, CUDA_SUCCESS, false);
+	expect(h, 2, 64, 1, 60 << 10, CUDA_SUCCESS, true);
+	assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 0),
+	                 CUDA_SUCCESS);
+	expect(h, 2, 64, 1, 60 << 10, CUDA_ERROR_INVALID_VALUE, false);
+	/* (what the lowered attribute still allows is proven again too) */
+	expect(h, 2, 64, 1, 40 << 10, CUDA_SUCCESS, false);
+	expect(h, 2, 64, 1, 40 << 10, CUDA_SUCCESS, true);
+	assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
 	cg_stream_forget(h);
 }
 
@@ -242,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_stream_records),
 		cmocka_unit_test(test_replayed_launches_compute_what_eager_ones_do),
 		cmocka_unit_test(test_replayed_memsets_follow_their_buffers),
+		cmocka_unit_test(test_unproven_shapes_pass_the_engine),
 		cmocka_unit_test(test_legacy_launch_submits_blocking_streams_first),
 		cmocka_unit_test(test_per_thread_stream_flushed_by_another_thread),
 	};
