@@ -51,8 +51,8 @@ struct cg_chunk {
 	void **xgraph;
 	unsigned char *xargs;          /* held arguments of the extra instances, args bytes each */
 	uint64_t last_used;       /* stream tick of its last build or launch, for LRU eviction */
-	double eager_us, graph_us;
-	uint32_t samples;
+	double eager_us, graph_us;     /* GPU time of the cost gate's samples read back, summed */
+	uint32_t eager_n, graph_n;     /* and how many */
 	uint8_t timed_eager, timed_graph, timing_asks;  /* runs sampled for the cost gate, asks */
 	bool timing_done;              /* the samples so far settle the cost gate's decision */
 	uint64_t timed_at;             /* `launched` when its latest sample was taken */

@@ -493,30 +493,49 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 }
 
 /* The cost gate's samples: once a chunk's graph has run (its first launch uploads it), its next
- * occurrences alternate between its ops submitted eagerly and its graph, each timed by the
- * backend on the GPU, until CG_TIMING_SAMPLES of each; the backend returns them through
- * cg_stream_timing. Either way the ops are exactly the program's, run once, in order. The
- * backend may decline a sample (busy, or timing failed): a chunk asks only so often.
- * An eager sample costs the replay of an occurrence, so a pair taken is waited for (up to
- * CG_TIMING_WAIT launches, should it never come back) before the next, and a chunk whose
- * samples already show it winning takes no more (cg_stream_timing). */
+ * occurrences are timed by the backend on the GPU, the backend returning each through
+ * cg_stream_timing: its graph first, up to CG_TIMING_SAMPLES times, and its ops submitted
+ * eagerly, alternating with those, only while the graph's time says the gate could act on it
+ * (an eager sample costs the replay of an occurrence). Either way the ops are exactly the
+ * program's, run once, in order. The backend may decline a sample (busy, or timing failed): a
+ * chunk asks only so often. A sample taken is waited for (up to CG_TIMING_WAIT launches, should
+ * it never come back) before the next: it may show the next unneeded. */
 #define CG_TIMING_SAMPLES 3
 #define CG_TIMING_ASKS 12
 #define CG_TIMING_WAIT 16
+/* The gate needs a graph slower than its eager ops by more than the host time it saves, so
+ * slower than that saving: eager samples are taken only for a graph over this share of it (a
+ * margin for the noise of a few samples). */
+#define CG_GATE_PLAUSIBLE 0.8
 
 enum timing { UNTIMED, TIME_EAGER, TIME_GRAPH };
+
+/* Host launch time the chunk's graph saves at each run, by the backend's costs. */
+static double host_saved(const struct cg_engine *e, const struct cg_chunk *t)
+{
+	double saved = t->n * e->cfg.launch_host_us - e->cfg.graph_launch_host_us;
+	return saved > 0 ? saved : 0;
+}
+
+static bool gate_plausible(const struct cg_engine *e, const struct cg_chunk *t)
+{
+	return t->graph_n && t->graph_us / t->graph_n > CG_GATE_PLAUSIBLE * host_saved(e, t);
+}
 
 static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
 {
 	if (!s->e->be->time_begin || !t->launched || t->timing_asks >= CG_TIMING_ASKS ||
-	    t->timing_done ||
-	    (t->timed_eager >= CG_TIMING_SAMPLES && t->timed_graph >= CG_TIMING_SAMPLES))
+	    t->timing_done)
 		return UNTIMED;
-	if (t->timed_eager == t->timed_graph && t->samples < t->timed_graph &&
+	if (t->timed_eager + t->timed_graph > t->eager_n + t->graph_n &&
 	    t->launched < t->timed_at + CG_TIMING_WAIT)
-		return UNTIMED;  /* a pair is out */
+		return UNTIMED;  /* a sample is out */
+	bool eager = t->timed_eager < CG_TIMING_SAMPLES && gate_plausible(s->e, t) &&
+	             (t->timed_eager < t->timed_graph || t->timed_graph >= CG_TIMING_SAMPLES);
+	if (!eager && t->timed_graph >= CG_TIMING_SAMPLES)
+		return UNTIMED;
 	t->timing_asks++;
-	return t->timed_eager <= t->timed_graph ? TIME_EAGER : TIME_GRAPH;
+	return eager ? TIME_EAGER : TIME_GRAPH;
 }
 
 /* A timed eager run of the deferred ops, which are exactly `t`. False: the backend declined. */
@@ -1072,27 +1091,30 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s)
 	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
 }
 
-void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, double graph_us)
+void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us)
 {
 	struct cg_chunk *t = cg_index_find_key(&s->ix, chunk_key);
 	if (!t || t->state == CG_CHUNK_DISABLED)
 		return;
-	t->eager_us += eager_us;
-	t->graph_us += graph_us;
-	const struct cg_engine_config *c = &s->e->cfg;
-	double host_saved = t->n * c->launch_host_us - c->graph_launch_host_us;
-	if (host_saved < 0)
-		host_saved = 0;
-	++t->samples;
-	/* No slower on the GPU and far from exposed: no sample can come that the gate would act on
-	 * but one far off these, so the eager runs that would show it stop here. */
-	if (t->graph_us <= t->eager_us &&
-	    t->graph_us * (t->n - 1) / t->n <= t->samples * host_saved / 2)
-		t->timing_done = true;
-	if (t->samples < 3)
+	if (graph) {
+		t->graph_us += us;
+		t->graph_n++;
+	} else {
+		t->eager_us += us;
+		t->eager_n++;
+	}
+	if (!t->graph_n)
 		return;
+	double saved = host_saved(s->e, t);
+	double g = t->graph_us / t->graph_n, e = t->eager_n ? t->eager_us / t->eager_n : 0;
+	/* A graph under half the host time it saves can neither be slower than its eager ops by
+	 * more than that saving, nor exposed: no sample can come that the gate would act on but
+	 * one far off this, so the runs that would show it stop here. */
+	if (g <= saved / 2)
+		t->timing_done = true;
 	enum cg_reason r = CG_R_NONE;
-	if (t->graph_us > t->eager_us * 1.02 && t->graph_us - t->eager_us > t->samples * host_saved)
+	if (t->eager_n >= CG_TIMING_SAMPLES && t->graph_n >= CG_TIMING_SAMPLES && g > e * 1.02 &&
+	    g - e > saved)
 		r = CG_R_COST_GATE;
 	/* Deferred, a chunk the host then waits for (.item(), a sync) starts on the GPU only when
 	 * the host is already waiting: its whole GPU time is waited for, where eager launches would
@@ -1100,10 +1122,10 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, 
 	 * while that costs less than the launch time its graph saves. It is paid where the host
 	 * waits, the saving at every run: a chunk waited for at one run in ten (a copy to the host
 	 * every 10 steps of a loop of one chunk) pays a tenth of it. */
-	else if (t->waits) {
+	else if (t->graph_n >= CG_TIMING_SAMPLES && t->waits) {
 		uint64_t runs = t->launched + t->timed_eager;
 		double share = runs > t->waits ? (double)t->waits / (double)runs : 1.0;
-		if (share * t->graph_us * (t->n - 1) / t->n > t->samples * host_saved)
+		if (share * g * (t->n - 1) / t->n > saved)
 			r = CG_R_EXPOSED;
 	}
 	if (r == CG_R_NONE)

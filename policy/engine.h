@@ -86,17 +86,18 @@ void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
 /* Now, by that clock: what the shim compares cg_stream_pending_since with. */
 uint64_t cg_engine_now(const struct cg_engine *e);
 
-/* Feedback from the backend: one GPU timing sample of a chunk (key from CG_EV_GRAPH_BUILT) run
- * eagerly and as a graph. Over at least 3 samples, a chunk whose graph takes more GPU time than
- * its eager ops by over 2% AND by more than the host time the graph saves is disabled for good
- * (reason COST_GATE): eager samples are submitted in a burst, so they measure the GPU alone,
- * while a graph's gain is on the host. A chunk launched where the host then waits (SYNC,
- * HOST_COPY boundaries) whose graph's GPU time exceeds that saving is disabled too (EXPOSED),
- * weighed by the share of its runs the host waited for.
- * A chunk whose samples show its graph no slower than its eager ops, and its GPU time under
- * half the host time it saves, is settled: it is sampled no more (each eager sample is an
- * occurrence not replayed). Call with the stream's lock held. */
-void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, double eager_us, double graph_us);
+/* Feedback from the backend: one GPU timing sample of a chunk (key from CG_EV_GRAPH_BUILT), its
+ * ops run eagerly or (`graph`) its graph, `us` long. Over at least 3 samples of each, a chunk
+ * whose graph takes more GPU time than its eager ops by over 2% AND by more than the host time
+ * the graph saves is disabled for good (reason COST_GATE): eager samples are submitted in a
+ * burst, so they measure the GPU alone, while a graph's gain is on the host. A chunk launched
+ * where the host then waits (SYNC, HOST_COPY boundaries) whose graph's GPU time exceeds that
+ * saving is disabled too (EXPOSED; 3 graph samples), weighed by the share of its runs the host
+ * waited for. Graph samples come first: a chunk whose graph takes under half the host time it
+ * saves can be neither, and is sampled no more (each eager sample is an occurrence not
+ * replayed); so is one whose graph is no slower than its eager ops and far from exposed.
+ * Call with the stream's lock held. */
+void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us);
 
 /* Statistics for the report (sums over all streams, atomically maintained): policy/stats.def. */
 struct cg_stats {

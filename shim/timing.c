@@ -12,7 +12,7 @@
 
 /* A sample is two events recorded on the program's stream around one run of a chunk. They are
  * never waited for: cuEventQuery at the stream's later boundaries and flushes and from the
- * flusher, and an eager and a graph sample of one chunk then go to the engine as a pair. An
+ * flusher, and each sample read goes to the engine. An
  * event API failing stops all timing for good (a nicety must not cost the program anything);
  * with a program capture in progress nothing is recorded or queried (its global mode could
  * take our calls for unsafe ones). */
@@ -27,8 +27,6 @@ struct timing_slot {
 struct cg_timing {
 	struct timing_slot slot[TIMING_SLOTS]; /* a ring: one stream's events complete in order */
 	uint32_t head, n;                      /* oldest sample in flight; samples in flight */
-	struct { uint64_t key; double us; bool graph; } unpaired[TIMING_SLOTS]; /* read, waiting */
-	uint32_t nunpaired;
 };
 
 static atomic_bool timing_off;
@@ -116,23 +114,6 @@ void cg_timing_end(void *be, void *stream, bool ok)
 	atomic_fetch_sub(&timing_in_flight, 1);
 }
 
-/* One sample read: paired with the other kind's sample of its chunk, if one is waiting. */
-static void timing_pair(struct cg_sstate *s, uint64_t key, bool graph, double us)
-{
-	struct cg_timing *t = s->timing;
-	for (uint32_t i = 0; i < t->nunpaired; i++) {
-		if (t->unpaired[i].key != key || t->unpaired[i].graph == graph)
-			continue;
-		double other = t->unpaired[i].us;
-		t->unpaired[i] = t->unpaired[--t->nunpaired];
-		cg_stream_timing(s->eng, key, graph ? other : us, graph ? us : other);
-		return;
-	}
-	if (t->nunpaired == TIMING_SLOTS)  /* partners that never came (chunk gone): forget one */
-		t->unpaired[0] = t->unpaired[--t->nunpaired];
-	t->unpaired[t->nunpaired++] = (__typeof__(t->unpaired[0])){ key, us, graph };
-}
-
 void cg_timing_read(struct cg_sstate *s)
 {
 	struct cg_timing *t = s->timing;
@@ -158,7 +139,7 @@ void cg_timing_read(struct cg_sstate *s)
 			timing_failed(api, r);
 			break;
 		}
-		timing_pair(s, sl->key, sl->graph, (double)ms * 1000.0);
+		cg_stream_timing(s->eng, sl->key, sl->graph, (double)ms * 1000.0);
 	}
 	cg_backend_leave(in);
 }

@@ -493,21 +493,24 @@ static void sample_end(void *be, void *stream, bool ok)
 	sampled.n++;
 }
 
-/* The samples taken so far, paired eager with graph by chunk as the shim pairs them, handed
- * back with these times (outside engine calls, as the shim does after a boundary). */
+/* The samples taken so far, handed back with these times (outside engine calls, as the shim
+ * does after a boundary). */
 static void hand_back(struct rig *r, double eager_us, double graph_us)
 {
 	for (int i = 0; i < sampled.n; i++) {
-		if (sampled.back[i] || !sampled.graph[i])
+		if (sampled.back[i])
 			continue;
-		for (int j = 0; j < sampled.n; j++) {
-			if (sampled.back[j] || sampled.graph[j] || sampled.key[j] != sampled.key[i])
-				continue;
-			sampled.back[i] = sampled.back[j] = true;
-			cg_stream_timing(r->s[0], sampled.key[i], eager_us, graph_us);
-			break;
-		}
+		sampled.back[i] = true;
+		cg_stream_timing(r->s[0], sampled.key[i], sampled.graph[i],
+		                 sampled.graph[i] ? graph_us : eager_us);
 	}
+}
+
+/* One sample of each kind, as if both had been read back. */
+static void timing_pair(struct rig *r, uint64_t key, double eager_us, double graph_us)
+{
+	cg_stream_timing(r->s[0], key, true, graph_us);
+	cg_stream_timing(r->s[0], key, false, eager_us);
 }
 
 /* The GPU alone: no host time saved by a graph to weigh against its extra GPU time. */
@@ -530,13 +533,13 @@ static void test_cost_samples_alternate_then_stop(void **state)
 		iteration_to(&r, 0, CG_R_EVENT);  /* the host does not wait: nothing exposed */
 		hand_back(&r, 10.0, 10.1);  /* a graph a little slower on the GPU: not settled */
 	}
-	/* Every chunk: eager, graph, eager, graph, eager, graph, then never again. */
+	/* Every chunk: graph, eager, graph, eager, graph, eager, then never again. */
 	int chunks = 0;
 	for (int i = 0; i < sampled.n; i++) {
 		int seen = 0;
 		for (int j = 0; j < i; j++)
 			seen += sampled.key[j] == sampled.key[i];
-		assert_int_equal(sampled.graph[i], seen % 2 == 1);
+		assert_int_equal(sampled.graph[i], seen % 2 == 0);
 		assert_true(seen < 6);
 		chunks += seen == 0;
 	}
@@ -550,14 +553,14 @@ static void test_cost_samples_alternate_then_stop(void **state)
 	/* Samples saying the graphs are slower disable every chunk. */
 	for (int i = 0; i < sampled.n; i++)
 		if (!sampled.graph[i])
-			cg_stream_timing(r.s[0], sampled.key[i], 10.0, 11.0);
+			timing_pair(&r, sampled.key[i], 10.0, 11.0);
 	assert_int_equal(stats(&r).chunks_disabled, chunks);
 	rig_down(&r);
 }
 
-/* A graph that wins from its first pair of samples on takes no more eager ones: one eager
- * occurrence per chunk instead of three. A pair that never comes back holds the next eager
- * sample back for a while, not for good. */
+/* A graph whose GPU time is under half the host time it saves takes no eager sample (the gate
+ * cannot act on it): one graph sample per chunk, where it took a pair. A sample that never comes
+ * back holds the next back for a while, not for good. */
 static void test_cost_samples_stop_when_graphs_win(void **state)
 {
 	for (int lost = 0; lost < 2; lost++) {
@@ -571,24 +574,24 @@ static void test_cost_samples_stop_when_graphs_win(void **state)
 			if (!lost)
 				hand_back(&r, 10.0, 8.0);
 		}
+		assert_true(r.fb.last_built_ops * 3.4 - 2.5 >= 2 * 8.0);
 		int chunks = 0;
 		for (int i = 0; i < sampled.n; i++) {
 			int seen = 0;
 			for (int j = 0; j < i; j++)
 				seen += sampled.key[j] == sampled.key[i];
-			assert_int_equal(sampled.graph[i], seen % 2 == 1);
+			assert_true(sampled.graph[i]);
 			chunks += seen == 0;
 		}
 		assert_true(chunks > 1);
 		struct cg_stats st = stats(&r);
+		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 0);
 		if (!lost) {
-			assert_int_equal(sampled.n, 2 * chunks);
-			assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], LOOP);
-			assert_int_equal(st.ops_replayed, 26 * LOOP);
+			assert_int_equal(sampled.n, chunks);
+			assert_int_equal(st.ops_replayed, 27 * LOOP);
 		} else {
-			/* E (it 4), G (5), 16 launches waiting for them, E (22), G (23) */
-			assert_int_equal(sampled.n, 4 * chunks);
-			assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 2 * LOOP);
+			/* G (it 4), 16 launches waiting for it, G (it 21) */
+			assert_int_equal(sampled.n, 2 * chunks);
 		}
 		assert_int_equal(st.chunks_disabled, 0);
 		rig_down(&r);
@@ -600,18 +603,18 @@ static void test_cost_gate_disables_slower_chunk(void **state)
 	struct rig r;
 	rig_up(&r, config_gpu_only(3, 64), 1);
 	for (int it = 0; it < 4; it++)
-		iteration(&r, 0, (uint64_t)it);
+		iteration_to(&r, 0, CG_R_EVENT);  /* the host does not wait: nothing exposed */
 	uint64_t slow = r.fb.last_built_key;
-	/* Faster graphs and too few samples leave a chunk alone. */
-	cg_stream_timing(r.s[0], slow, 10.0, 10.1);
-	cg_stream_timing(r.s[0], slow, 10.0, 10.1);
+	/* Graphs slower by less than 2%, then too few samples, leave a chunk alone. */
+	timing_pair(&r, slow, 10.0, 10.1);
+	timing_pair(&r, slow, 10.0, 10.1);
 	assert_int_equal(stats(&r).chunks_disabled, 0);
-	cg_stream_timing(r.s[0], slow, 10.0, 12.0);
+	timing_pair(&r, slow, 10.0, 12.0);
 	assert_int_equal(stats(&r).chunks_disabled, 1);
 	assert_int_equal(r.fb.events[CG_EV_CHUNK_DISABLED], 1);
 	uint64_t before = stats(&r).ops_replayed;
 	for (int it = 4; it < 8; it++)
-		iteration(&r, 0, (uint64_t)it);
+		iteration_to(&r, 0, CG_R_EVENT);
 	struct cg_stats st = stats(&r);
 	uint64_t gated = st.fallbacks[CG_R_COST_GATE];
 	assert_true(gated > 0 && gated % 4 == 0 && gated / 4 <= 64);
@@ -633,9 +636,9 @@ static void test_cost_gate_weighs_host_saving(void **state)
 	double saved = n * 3.4 - 2.5;   /* the default host costs */
 	double eager = 0.05 * saved;     /* (a graph's whole time stays under the saving: not exposed) */
 	for (int i = 0; i < 3; i++)
-		cg_stream_timing(r.s[0], key, eager, eager + 0.9 * saved);
+		timing_pair(&r, key, eager, eager + 0.9 * saved);
 	assert_int_equal(stats(&r).chunks_disabled, 0);
-	cg_stream_timing(r.s[0], key, eager, eager + 5 * saved);  /* now over 4 samples: > saving */
+	timing_pair(&r, key, eager, eager + 5 * saved);  /* now over 4 samples: > saving */
 	assert_int_equal(stats(&r).chunks_disabled, 1);
 	assert_int_equal(r.fb.fallback_events[CG_R_COST_GATE] + stats(&r).fallbacks[CG_R_COST_GATE] > 0 ||
 	                 r.fb.events[CG_EV_CHUNK_DISABLED] == 1, 1);
@@ -664,9 +667,9 @@ static void test_every_node_patched_judged_by_times(void **state)
 	uint32_t n = r.fb.last_built_ops;
 	double saved = n * 3.4 - 2.5;   /* the default host costs */
 	for (int i = 0; i < 3; i++)
-		cg_stream_timing(r.s[0], key, 0.05 * saved, 0.04 * saved);
+		timing_pair(&r, key, 0.05 * saved, 0.04 * saved);
 	assert_int_equal(stats(&r).chunks_disabled, 0);
-	cg_stream_timing(r.s[0], key, 0.05 * saved, 0.05 * saved + 5 * saved);
+	timing_pair(&r, key, 0.05 * saved, 0.05 * saved + 5 * saved);
 	assert_int_equal(stats(&r).chunks_disabled, 1);
 	rig_down(&r); /* the log check proves each launch ran with its own arguments */
 }
@@ -685,7 +688,7 @@ static void test_exposed_chunk_before_sync(void **state)
 		uint64_t key = r.fb.last_built_key;  /* the iteration's last chunk */
 		double saved = r.fb.last_built_ops * 3.4 - 2.5;
 		for (int i = 0; i < 3; i++)
-			cg_stream_timing(r.s[0], key, 2 * saved, 2 * saved);  /* as fast as eager */
+			timing_pair(&r, key, 2 * saved, 2 * saved);  /* as fast as eager */
 		assert_int_equal(stats(&r).chunks_disabled, at_sync);
 		uint64_t before = stats(&r).ops_replayed;
 		for (int it = 4; it < 8; it++)
@@ -709,7 +712,7 @@ static void test_exposed_now_and_then(void **state)
 	uint64_t key = r.fb.last_built_key;
 	double saved = r.fb.last_built_ops * 3.4 - 2.5;
 	for (int i = 0; i < 3; i++)
-		cg_stream_timing(r.s[0], key, 2 * saved, 2 * saved);
+		timing_pair(&r, key, 2 * saved, 2 * saved);
 	assert_int_equal(stats(&r).chunks_disabled, 0);
 	uint64_t before = stats(&r).ops_replayed;
 	for (int it = 20; it < 30; it++)
@@ -732,6 +735,38 @@ static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
 	fake_boundary(&r->fb, r->s[0], 0, why);
 }
 
+/* A graph over the gate's plausible share of the saving and faster than its eager ops: three
+ * samples of each, alternating from the graph's, then it keeps its graph. One between half and
+ * that share: three graph samples (its exposure is weighed), no eager one. */
+static void test_cost_samples_eager_only_where_gate_could_act(void **state)
+{
+	for (int near = 0; near < 2; near++) {
+		struct rig r;
+		rig_up(&r, config(3, 64), 1);
+		memset(&sampled, 0, sizeof(sampled));
+		r.fb.table.time_begin = sample_begin;
+		r.fb.table.time_end = sample_end;
+		const double saved = 42 * 3.4 - 2.5;  /* a loop of 42 ops is one chunk */
+		const double graph = near ? 0.7 * saved : 1.2 * saved;
+		for (int it = 0; it < 40; it++) {
+			short_loop_to(&r, 42, CG_R_EVENT);
+			hand_back(&r, 2 * graph, graph);
+		}
+		assert_int_equal(r.fb.last_built_ops, 42);
+		int eager = 0, graphs = 0;
+		for (int i = 0; i < sampled.n; i++) {
+			eager += !sampled.graph[i];
+			graphs += sampled.graph[i];
+		}
+		assert_true(graphs > 0);
+		assert_int_equal(eager, near ? 0 : graphs);
+		struct cg_stats st = stats(&r);
+		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE] > 0, !near);
+		assert_int_equal(st.chunks_disabled, 0);
+		rig_down(&r);
+	}
+}
+
 static void test_exposed_unit_cut_shorter(void **state)
 {
 	struct rig r;
@@ -742,7 +777,7 @@ static void test_exposed_unit_cut_shorter(void **state)
 	uint64_t key = r.fb.last_built_key;
 	double saved = 42 * 3.4 - 2.5;
 	for (int i = 0; i < 3; i++)
-		cg_stream_timing(r.s[0], key, 2 * saved, 2 * saved);
+		timing_pair(&r, key, 2 * saved, 2 * saved);
 	assert_int_equal(stats(&r).chunks_disabled, 1);
 	for (int it = 0; it < 30; it++)
 		short_loop_to(&r, 42, CG_R_SYNC);
@@ -986,6 +1021,7 @@ int main(void)
 		cmocka_unit_test(test_repeated_failures_disable),
 		cmocka_unit_test(test_cost_samples_alternate_then_stop),
 		cmocka_unit_test(test_cost_samples_stop_when_graphs_win),
+		cmocka_unit_test(test_cost_samples_eager_only_where_gate_could_act),
 		cmocka_unit_test(test_cost_gate_disables_slower_chunk),
 		cmocka_unit_test(test_cost_gate_weighs_host_saving),
 		cmocka_unit_test(test_every_node_patched_judged_by_times),

@@ -225,12 +225,10 @@ static void time_end(void *be, void *stream, bool ok)
 /* Tiny kernels: the GPU is quicker than the launches, a graph a little quicker still. */
 static void hand_back_samples(struct cg_stream *s)
 {
-	for (uint32_t i = 0; i < timed.n; i++)
-		for (uint32_t j = 0; j < timed.n && timed.graph[i] && !timed.back[i]; j++)
-			if (!timed.graph[j] && !timed.back[j] && timed.key[j] == timed.key[i]) {
-				timed.back[i] = timed.back[j] = true;
-				cg_stream_timing(s, timed.key[i], 2.0, 1.5);
-			}
+	for (uint32_t i = 0; i < timed.n; i++) {
+		timed.back[i] = true;
+		cg_stream_timing(s, timed.key[i], timed.graph[i], timed.graph[i] ? 1.5 : 2.0);
+	}
 	uint32_t kept = 0;
 	for (uint32_t i = 0; i < timed.n; i++)
 		if (!timed.back[i]) {
