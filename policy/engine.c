@@ -852,8 +852,13 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 			drop_front(s, (uint32_t)(start - s->chunk_first));
 		n = s->sc.n;
 	}
-	if (content || s->per.cut || place || n >= s->len_max) {
-		s->length_cut = !content && !s->per.cut && !place;
+	/* A unit's cut where the chunk is shorter than a unit: a cut made before the loop was
+	 * found (by content) fell inside its first unit. Cut there too, the loop would replay in
+	 * graphs of that part's length for good (a loop of one kernel in graphs of 18, not 32);
+	 * the part runs on to the next anchor cut, a unit later, and its front is dropped there. */
+	bool unit_cut = s->per.cut && !(s->per.unit && n < s->per.unit);
+	if (content || unit_cut || place || n >= s->len_max) {
+		s->length_cut = !content && !unit_cut && !place;
 		cut(s, true, true);
 	}
 	return CG_PASS;
