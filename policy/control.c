@@ -104,6 +104,23 @@ static void start_probe(struct cg_control *c)
 {
 	c->phase = CG_CTL_PROBE;
 	c->nsample[0] = c->nsample[1] = 0;
+	c->build_skips = 0;
+}
+
+void cg_control_built(struct cg_control *c)
+{
+	c->epoch_built = true;
+}
+
+/* The graphed epoch that just ended built graphs: pass it over (graphs run again) while few
+ * were. An eager epoch that built some (chunks learned while eager) counts: it only made eager
+ * look slower by what the graphs cost once, and measuring it again would cost eager time. */
+static bool skip_built(struct cg_control *c, bool built)
+{
+	if (!built || !c->defer || c->build_skips >= CG_CONTROL_BUILD_SKIPS)
+		return false;
+	c->build_skips++;
+	return true;
 }
 
 static void add_sample(struct cg_control *c, double per_op)
@@ -162,6 +179,7 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 		c->hold_len *= 2;
 	c->decisions++;
 	c->flips += flipped;
+	c->build_skips = 0;
 	c->hold = c->hold_len;
 	c->phase = CG_CTL_HOLD;
 	c->defer = defer;
@@ -179,12 +197,12 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 }
 
 /* An epoch of c->defer's mode ended, `per_op` ns per op. */
-static bool epoch_end(struct cg_control *c, double per_op, bool graphed,
+static bool epoch_end(struct cg_control *c, double per_op, bool graphed, bool built,
                       struct cg_control_decision *out)
 {
 	switch (c->phase) {
 	case CG_CTL_WAIT:
-		if (!graphed)
+		if (!graphed || skip_built(c, built))
 			return false;
 		/* A whole epoch with graphs settled: the probe starts with it as its first graphed
 		 * sample (graphed first: where graphs win big, the eager epochs are the cost). */
@@ -192,12 +210,17 @@ static bool epoch_end(struct cg_control *c, double per_op, bool graphed,
 		add_sample(c, per_op);
 		break;
 	case CG_CTL_HOLD:
-		if (--c->hold)
+		if (c->hold > 1 && --c->hold)
 			return false;
+		if (skip_built(c, built))
+			return false;  /* held one epoch more: the probe's first sample is the next */
+		c->hold = 0;
 		start_probe(c);
 		add_sample(c, per_op);  /* the last epoch held is the probe's first sample */
 		break;
 	case CG_CTL_PROBE: {
+		if (skip_built(c, built))
+			return false;  /* measured again, in the same mode */
 		add_sample(c, per_op);
 		bool defer = true, clear = false;
 		if (probe_done(c, &defer, &clear)) {
@@ -231,11 +254,12 @@ bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool 
 	if (!epoch_complete(c, end))
 		return false;
 	double per_op = (double)(end - c->epoch_ns) / (double)(c->epoch_ops ? c->epoch_ops : 1);
-	bool settled = c->epoch_graphed;
+	bool settled = c->epoch_graphed, built = c->epoch_built;
+	c->epoch_built = false;
 	c->epoch_len = c->epoch_intervals;
 	c->epoch_ns = end;
 	c->epoch_ops = 0;
 	c->epoch_intervals = 0;
 	c->epoch_graphed = true;
-	return epoch_end(c, per_op, settled, out);
+	return epoch_end(c, per_op, settled, built, out);
 }

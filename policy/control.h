@@ -46,6 +46,9 @@ struct cg_control {
 	uint32_t epoch_intervals;
 	uint32_t epoch_len;         /* intervals in the last complete epoch */
 	bool epoch_graphed;         /* every interval of this epoch ran with graphs in use */
+	bool epoch_built;           /* graphs were built during this epoch (cg_control_built) */
+	uint32_t build_skips;       /* epochs passed over for their builds since the last probe
+	                               began or ended */
 	/* The loop's period in intervals, found in the lengths (ops) of the latest intervals. */
 	uint32_t ring[CG_CONTROL_RING];
 	uint64_t nring;
@@ -78,5 +81,12 @@ void cg_control_summarize(const struct cg_control *c, struct cg_control_summary 
  * now on. */
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end_ns, bool waited,
                          bool graphed, struct cg_control_decision *out);
+/* Graphs were built in the interval about to end (before cg_control_interval): its epoch took
+ * the builds' one-time cost (about 5 us a node on an H200, a loop's per-position instances
+ * built in its first graphed iterations), no measure of deferring. Such a graphed epoch is
+ * passed over and graphs measured again, up to CG_CONTROL_BUILD_SKIPS times per probe (a
+ * program that builds in every epoch is measured all the same). */
+void cg_control_built(struct cg_control *c);
+#define CG_CONTROL_BUILD_SKIPS 3
 
 #endif

@@ -44,6 +44,8 @@ struct cg_engine {
 	bool launched;           /* atomic: a graph has been launched */
 	uint64_t timed;          /* atomic: runs timed for the cost gate so far */
 	uint64_t ctl_timed;      /* `timed` when the controller last looked */
+	uint64_t built;          /* atomic: graphs built so far (each costs its build once) */
+	uint64_t ctl_built;      /* `built` when the controller last looked */
 };
 
 struct cg_stream {
@@ -353,6 +355,7 @@ static enum cg_reason build(struct cg_stream *s, struct cg_chunk *t, const char 
 	t->last_used = ++s->tick;
 	cg_chunk_hold_args(t, &s->sc);
 	ST(s, graphs_built, 1);
+	__atomic_fetch_add(&e->built, 1, __ATOMIC_RELAXED);
 	chunk_event(s, CG_EV_GRAPH_BUILT, CG_R_NONE, t);
 	return CG_R_NONE;
 }
@@ -461,6 +464,7 @@ static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 	t->ninst++;
 	cg_chunk_hold_inst_args(t, t->ninst - 1, &s->sc);
 	ST(s, graphs_built, 1);
+	__atomic_fetch_add(&e->built, 1, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -914,6 +918,10 @@ static void control_op(struct cg_stream *s)
 		uint64_t timed = __atomic_load_n(&e->timed, __ATOMIC_RELAXED);
 		bool settled = __atomic_load_n(&e->launched, __ATOMIC_RELAXED) && timed == e->ctl_timed;
 		e->ctl_timed = timed;
+		uint64_t built = __atomic_load_n(&e->built, __ATOMIC_RELAXED);
+		if (built != e->ctl_built)
+			cg_control_built(&e->ctl);
+		e->ctl_built = built;
 		decided = cg_control_interval(&e->ctl, wait ? (n ? n - 1 : 0) : n, end, wait != 0,
 		                              settled, &d);
 		__atomic_store_n(&e->ctl_probing, e->ctl.phase == CG_CTL_PROBE, __ATOMIC_RELAXED);
