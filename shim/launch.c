@@ -213,7 +213,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	op->sig_len = cg_sig_len(sig);
 	op->args = buf;
 	op->args_len = CG_ARGS_PARAMS + (uint32_t)n;
-	op->hash = cg_sig_stable_hash(sig);
+	op->hash = sig->nattrs ? cg_sig_stable_hash(sig) : l->op_hash;
 	op->name = l->name;
 	return CG_R_NONE;
 }

@@ -245,6 +245,7 @@ static const struct cg_layout *ask_driver(CUfunction f)
 		CG_REAL(cuFuncGetName)(&name, f);
 	l->name = name ? strndup(name, 512) : NULL;
 	l->hash = cg_layout_hash(l);
+	l->op_hash = cg_layout_op_hash(l);
 	l->in_scope = cg_scope_kernel(l->name);
 	l->next_all = all_layouts;
 	all_layouts = l;
