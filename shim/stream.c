@@ -145,6 +145,10 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 	return s;
 }
 
+static struct cg_sstate *stream_find(CUstream h, enum kind k, CUstream key,
+                                     CUcontext ctx, unsigned gen, unsigned way)
+	__attribute__((noinline));
+
 struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
 {
 	enum kind k = CREATED;
@@ -161,7 +165,14 @@ struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
 	unsigned way = (unsigned)(((uintptr_t)key ^ (uintptr_t)ctx) >> 4) % TL_WAYS;
 	if (tl_cache[way].h == key && tl_cache[way].ctx == ctx && tl_cache[way].gen == gen)
 		return tl_cache[way].s;
+	return stream_find(h, k, key, ctx, gen, way);
+}
 
+/* cg_stream_get past this thread's cache: the registry (its own function, so that the
+ * cache's hit saves and restores no registers). */
+static struct cg_sstate *stream_find(CUstream h, enum kind k, CUstream key,
+                                     CUcontext ctx, unsigned gen, unsigned way)
+{
 	struct cg_sstate *s = NULL;
 	pthread_mutex_lock(&registry);
 	s = find_locked(h, ctx, k);
