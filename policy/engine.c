@@ -725,14 +725,17 @@ static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t
 static bool follow(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
 	uint32_t pos = s->sc.n, kept = 0;
+	bool expect_kept = false;  /* `expect` is always one of the candidates: matched once */
 	for (uint32_t i = 0; i < s->ncand; i++) {
 		struct cg_chunk *t = s->cand[i];
-		if (t->n > pos && cg_chunk_op_matches(t, pos, op, hash))
+		if (t->n > pos && cg_chunk_op_matches(t, pos, op, hash)) {
 			s->cand[kept++] = t;
+			expect_kept |= t == s->expect;
+		}
 	}
 	if (!kept)
 		return false;  /* nothing was overwritten: cand[] still names the old candidates */
-	if (s->expect && !(s->expect->n > pos && cg_chunk_op_matches(s->expect, pos, op, hash)))
+	if (!expect_kept)
 		s->expect = NULL;
 	s->ncand = kept;
 	push(s, op, hash);
