@@ -222,8 +222,16 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 		add_sample(c, per_op, epoch_ns);
 		break;
 	case CG_CTL_HOLD:
-		if (--c->hold)
+		if (c->hold > 1 && --c->hold)
 			return false;
+		/* The probe's first sample is the last epoch held: one that built graphs or timed
+		 * them is held one epoch more. */
+		if (!graphed && c->unsettled < CG_CONTROL_UNSETTLED_MAX) {
+			c->unsettled++;
+			return false;
+		}
+		c->unsettled = 0;
+		c->hold = 0;
 		start_probe(c);
 		add_sample(c, per_op, epoch_ns);  /* the last epoch held is the probe's first sample */
 		break;

@@ -36,15 +36,15 @@ struct cg_engine {
 	 * atomics below it. */
 	pthread_mutex_t ctl_lock;
 	struct cg_control ctl;
-	uint32_t ctl_ops;        /* atomic: ops since the current interval began */
+	uint64_t ctl_base;       /* all streams' ops (st.ops, retired included) before the
+	                            current interval began; under ctl_lock */
 	uint64_t ctl_wait_ns;    /* atomic: the latest wait for the GPU since (0: none) */
-	uint32_t ctl_window;     /* atomic: ctl.window */
 	bool ctl_defer;          /* atomic: ctl.defer */
 	bool ctl_probing;        /* atomic: ctl.phase == CG_CTL_PROBE */
 	bool launched;           /* atomic: a graph has been launched */
 	uint64_t timed;          /* atomic: runs timed for the cost gate so far */
 	uint64_t ctl_timed;      /* `timed` when the controller last looked */
-	uint64_t built;          /* atomic: graphs built so far */
+	uint64_t built;          /* atomic: graphs built so far (each costs its build once) */
 	uint64_t ctl_built;      /* `built` when the controller last looked */
 };
 
@@ -83,6 +83,7 @@ struct cg_stream {
 	uint8_t fallback_events[CG_R_COUNT];
 	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
 	struct cg_stats st;         /* one writer (the lock holder), read by cg_engine_stats */
+	uint64_t ctl_next;          /* st.ops at which control_op next counts every stream's ops */
 	struct cg_stream *prev, *next;
 };
 
@@ -743,14 +744,17 @@ static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t
 static bool follow(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
 	uint32_t pos = s->sc.n, kept = 0;
+	bool expect_kept = false;  /* `expect` is always one of the candidates: matched once */
 	for (uint32_t i = 0; i < s->ncand; i++) {
 		struct cg_chunk *t = s->cand[i];
-		if (t->n > pos && cg_chunk_op_matches(t, pos, op, hash))
+		if (t->n > pos && cg_chunk_op_matches(t, pos, op, hash)) {
 			s->cand[kept++] = t;
+			expect_kept |= t == s->expect;
+		}
 	}
 	if (!kept)
 		return false;  /* nothing was overwritten: cand[] still names the old candidates */
-	if (s->expect && !(s->expect->n > pos && cg_chunk_op_matches(s->expect, pos, op, hash)))
+	if (!expect_kept)
 		s->expect = NULL;
 	s->ncand = kept;
 	push(s, op, hash);
@@ -875,8 +879,13 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 			drop_front(s, (uint32_t)(start - s->chunk_first));
 		n = s->sc.n;
 	}
-	if (content || s->per.cut || place || n >= s->len_max) {
-		s->length_cut = !content && !s->per.cut && !place;
+	/* A unit's cut where the chunk is shorter than a unit: a cut made before the loop was
+	 * found (by content) fell inside its first unit. Cut there too, the loop would replay in
+	 * graphs of that part's length for good (a loop of one kernel in graphs of 18, not 32);
+	 * the part runs on to the next anchor cut, a unit later, and its front is dropped there. */
+	bool unit_cut = s->per.cut && !(s->per.unit && n < s->per.unit);
+	if (content || unit_cut || place || n >= s->len_max) {
+		s->length_cut = !content && !unit_cut && !place;
 		cut(s, true, true);
 	}
 	return CG_PASS;
@@ -887,20 +896,44 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 /* One op of the program: counted; the first op after waits for the GPU, or the last of a
  * window without one, ends an interval of the program's time for the controller. Whatever
  * stream's op closes it reports what a finished probe decided. */
+#define CG_CTL_BATCH 32  /* a stream's ops between two looks at every stream's count */
+
+/* Ops submitted on every stream so far (those of freed streams included). */
+static uint64_t ops_total(struct cg_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	uint64_t n = e->retired.ops;
+	for (const struct cg_stream *s = e->streams; s; s = s->next)
+		n += __atomic_load_n(&s->st.ops, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&e->lock);
+	return n;
+}
+
 static void control_op(struct cg_stream *s)
 {
 	struct cg_engine *e = s->e;
-	uint32_t n = __atomic_add_fetch(&e->ctl_ops, 1, __ATOMIC_RELAXED);
-	if (!__atomic_load_n(&e->ctl_wait_ns, __ATOMIC_RELAXED) &&
-	    n < __atomic_load_n(&e->ctl_window, __ATOMIC_RELAXED))
+	/* No shared count per op (a locked instruction on every launch): the streams' own op
+	 * counts are summed at the first op after a wait, and where the window could be full, at
+	 * most every CG_CTL_BATCH ops of a stream. An interval that a wait ends counts what it
+	 * did; one that the window ends counts a window's ops exactly, whatever the other streams
+	 * submitted before their next look (that counts in the next interval). */
+	if (s->st.ops < s->ctl_next && !__atomic_load_n(&e->ctl_wait_ns, __ATOMIC_RELAXED))
 		return;
+	uint64_t total = ops_total(e);
 	struct cg_control_decision d;
 	bool decided = false;
 	pthread_mutex_lock(&e->ctl_lock);
 	uint64_t wait = __atomic_exchange_n(&e->ctl_wait_ns, 0, __ATOMIC_RELAXED);
+	uint64_t since = total > e->ctl_base ? total - e->ctl_base : 0;
+	uint32_t n = since < UINT32_MAX ? (uint32_t)since : UINT32_MAX;
 	/* After waits, this op is the next interval's first. */
-	n = __atomic_exchange_n(&e->ctl_ops, wait ? 1 : 0, __ATOMIC_RELAXED);
-	if (wait || n >= e->ctl.window) {  /* else another thread's op closed it meanwhile */
+	if (wait)
+		e->ctl_base = total - 1;
+	else if (n >= e->ctl.window)
+		e->ctl_base += e->ctl.window;
+	if (wait || n >= e->ctl.window) {
+		if (!wait)
+			n = e->ctl.window;
 		uint64_t end = wait ? wait : e->now_ns();
 		/* Graphs settled: in use, and none timed for the cost gate (a timed sample runs a
 		 * chunk eagerly, with events, while its mode says graphs) or built (instantiation
@@ -911,11 +944,14 @@ static void control_op(struct cg_stream *s)
 		               timed == e->ctl_timed && built == e->ctl_built;
 		e->ctl_timed = timed;
 		e->ctl_built = built;
-		decided = cg_control_interval(&e->ctl, wait ? n - 1 : n, end, wait != 0, settled, &d);
-		__atomic_store_n(&e->ctl_window, e->ctl.window, __ATOMIC_RELAXED);
+		decided = cg_control_interval(&e->ctl, wait ? (n ? n - 1 : 0) : n, end, wait != 0,
+		                              settled, &d);
 		__atomic_store_n(&e->ctl_probing, e->ctl.phase == CG_CTL_PROBE, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->ctl_defer, e->ctl.defer, __ATOMIC_RELAXED);
 	}
+	since = total > e->ctl_base ? total - e->ctl_base : 0;
+	uint64_t room = since < e->ctl.window ? e->ctl.window - since : 1;
+	s->ctl_next = s->st.ops + (room < CG_CTL_BATCH ? room : CG_CTL_BATCH);
 	pthread_mutex_unlock(&e->ctl_lock);
 	if (decided)
 		emit(s, (struct cg_event){ .kind = CG_EV_DECISION, .op_index = s->op_index - 1,
@@ -1173,7 +1209,6 @@ struct cg_engine *cg_engine_new(const struct cg_engine_config *cfg,
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->ctl_lock, NULL);
 	cg_control_init(&e->ctl);
-	e->ctl_window = e->ctl.window;
 	e->ctl_defer = e->ctl.defer;
 	return e;
 }

@@ -83,7 +83,8 @@ static const void *libcuda_base;
 /* 0 not started, 1 starting (driver load, then the start-up hooks), 2 ready, 3 no driver. Ready is
  * published (release) only once the shim is built: a thread that sees it (acquire) sees the
  * engine, options, report and flusher; threads arriving meanwhile wait on start_cond. */
-static atomic_int init_state;
+atomic_int cg_driver_state; /* driver.h */
+#define init_state cg_driver_state
 static _Thread_local bool in_init; /* this thread is starting: its own driver calls pass through */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
@@ -116,7 +117,7 @@ static void driver_load(void)
 	cg_deny_bind_exports(libcuda);
 }
 
-void cg_driver_init(void)
+void cg_driver_init_slow(void)
 {
 	if (atomic_load_explicit(&init_state, memory_order_acquire) >= 2 || in_init)
 		return;
@@ -164,11 +165,6 @@ void *cg_driver_sym(const char *name)
 bool cg_driver_in_init(void)
 {
 	return in_init;
-}
-
-bool cg_driver_ready(void)
-{
-	return atomic_load_explicit(&init_state, memory_order_acquire) == 2;
 }
 
 const char *cg_driver_error_name(CUresult r)

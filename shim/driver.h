@@ -62,11 +62,24 @@ extern void *cg_real[CG_E_COUNT];
 /* Loads (or finds) libcuda, fills cg_real and runs the CG_DRIVER_ON_LOAD hooks once. Safe to call
  * from any hook, any thread, often: while one thread starts, the others wait until the shim is
  * ready (that thread's own calls meanwhile return at once and pass through). */
-void cg_driver_init(void);
+static inline void cg_driver_init(void);
 /* True on the thread that is starting the shim (driver load, then the start-up hooks). */
 bool cg_driver_in_init(void);
 /* The shim is built and may be used (also when disabled; false while starting and with no driver). */
-bool cg_driver_ready(void);
+static inline bool cg_driver_ready(void);
+
+/* Start-up: 0 not begun, 1 starting, 2 ready, 3 no driver. Inline: every entry point asks. */
+extern atomic_int cg_driver_state;
+void cg_driver_init_slow(void);
+static inline void cg_driver_init(void)
+{
+	if (atomic_load_explicit(&cg_driver_state, memory_order_acquire) < 2)
+		cg_driver_init_slow();
+}
+static inline bool cg_driver_ready(void)
+{
+	return atomic_load_explicit(&cg_driver_state, memory_order_acquire) == 2;
+}
 /* In a fork() child (atfork handler): makes the driver state usable by the one thread there.
  * Returns whether the parent had begun start-up (its shim state is then not the child's). */
 bool cg_driver_after_fork(void);

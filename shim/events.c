@@ -17,17 +17,6 @@
 #include "sig.h"
 #include "policy/control.h"
 
-void cg_events_boundary(enum cg_reason why)
-{
-	cg_count(CG_COUNT_BOUNDARY + why);
-	cg_floor_boundary(why);
-}
-
-void cg_events_bypass(enum cg_reason why)
-{
-	cg_count(CG_COUNT_BYPASS + why);
-}
-
 static const char *kind_name(uint32_t k)
 {
 	switch (k) {

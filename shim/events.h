@@ -7,15 +7,25 @@
 #include <cuda.h>
 #include <stdint.h>
 
+#include "counts.h"
+#include "floor.h"
 #include "policy/engine.h"
 
 /* backend->event: called with the stream's lock held. */
 void cg_events_engine(void *be, const struct cg_event *ev);
-/* A boundary the program made (counted by kind for the summary). */
-void cg_events_boundary(enum cg_reason why);
+/* A boundary the program made (counted by kind for the summary). Inline: every pass-through
+ * call counts one. */
+static inline void cg_events_boundary(enum cg_reason why)
+{
+	cg_count(CG_COUNT_BOUNDARY + why);
+	cg_floor_boundary(why);
+}
 /* An op that ran eagerly without reaching the engine (ungraphable, out of scope, per-thread
  * stream, inside the program's capture): counted with the engine's fallbacks in the summary. */
-void cg_events_bypass(enum cg_reason why);
+static inline void cg_events_bypass(enum cg_reason why)
+{
+	cg_count(CG_COUNT_BYPASS + why);
+}
 /* A stream of context `ctx` was seen: its device is named in the summary's `devices` (the
  * header is written before the program picks a device). */
 void cg_events_device(CUcontext ctx);

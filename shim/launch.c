@@ -110,6 +110,18 @@ static void clear_gaps(const struct cg_layout *l, unsigned char *buf)
 		memset(buf + l->gaps[i].off, 0, l->gaps[i].size);
 }
 
+/* Most parameters are pointers and scalars: copied inline, not by a call to memcpy. */
+static inline void copy_param(unsigned char *to, const void *from, uint32_t size)
+{
+	switch (size) {
+	case 8: memcpy(to, from, 8); break;
+	case 4: memcpy(to, from, 4); break;
+	case 2: memcpy(to, from, 2); break;
+	case 1: memcpy(to, from, 1); break;
+	default: memcpy(to, from, size); break;
+	}
+}
+
 /* Packs the parameters (either form) into `buf`; returns the byte count or -1. */
 static int pack_args(const struct cg_layout *l, void **params, void **extra, unsigned char *buf)
 {
@@ -117,7 +129,7 @@ static int pack_args(const struct cg_layout *l, void **params, void **extra, uns
 		return -1;
 	if (params) {
 		for (uint32_t i = 0; i < l->n; i++)
-			memcpy(buf + l->p[i].off, params[i], l->p[i].size);
+			copy_param(buf + l->p[i].off, params[i], l->p[i].size);
 		clear_gaps(l, buf);
 		return (int)l->size;
 	}
@@ -148,9 +160,10 @@ static int pack_args(const struct cg_layout *l, void **params, void **extra, uns
  * only a shape the driver accepted before in the same context is deferred (cg_launch_proven). */
 static bool shape_valid(const unsigned grid[3], const unsigned block[3], const struct cg_sig *sig)
 {
-	if (!grid[0] || !grid[1] || !grid[2] || grid[0] > 0x7fffffffu || grid[1] > 65535 ||
-	    grid[2] > 65535 || !block[0] || !block[1] || !block[2] || block[0] > 1024 ||
-	    block[1] > 1024 || block[2] > 64 || (uint64_t)block[0] * block[1] * block[2] > 1024)
+	/* d - 1 >= max: d is 0 or above max (unsigned), one compare per dimension */
+	if ((grid[0] - 1u >= 0x7fffffffu) | (grid[1] - 1u >= 65535u) | (grid[2] - 1u >= 65535u) |
+	    (block[0] - 1u >= 1024u) | (block[1] - 1u >= 1024u) | (block[2] - 1u >= 64u) ||
+	    (uint64_t)block[0] * block[1] * block[2] > 1024)
 		return false;
 	for (uint32_t i = 0; i < sig->nattrs; i++) {
 		if (sig->attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
@@ -218,10 +231,15 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	need->open = threads << 32 | shmem;
 	memcpy(need->grid, grid, sizeof(need->grid));
 	need->bound = bound_of(sig, grid, threads, shmem);
-	struct cg_launch_shape sh = { .shmem = shmem };
-	memcpy(sh.grid, grid, sizeof(sh.grid));
-	memcpy(sh.block, block, sizeof(sh.block));
-	memcpy(buf, &sh, sizeof(sh));
+	/* the shape, written in place (struct cg_launch_shape) */
+	memcpy(buf + offsetof(struct cg_launch_shape, grid), grid, 3 * sizeof(unsigned));
+	memcpy(buf + offsetof(struct cg_launch_shape, block), block, 3 * sizeof(unsigned));
+	_Static_assert(offsetof(struct cg_launch_shape, zero) ==
+	               offsetof(struct cg_launch_shape, shmem) + sizeof(uint32_t) &&
+	               sizeof(struct cg_launch_shape) == offsetof(struct cg_launch_shape, zero) +
+	               sizeof(uint32_t), "shmem, then zero, end the shape");
+	const uint32_t tail[2] = { shmem, 0 };
+	memcpy(buf + offsetof(struct cg_launch_shape, shmem), tail, sizeof(tail));
 	int n = pack_args(l, params, extra, buf + CG_ARGS_PARAMS);
 	if (n < 0)
 		return CG_R_UNGRAPHABLE;
@@ -229,7 +247,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	op->sig_len = cg_sig_len(sig);
 	op->args = buf;
 	op->args_len = CG_ARGS_PARAMS + (uint32_t)n;
-	op->hash = cg_sig_stable_hash(sig);
+	op->hash = sig->nattrs ? cg_sig_stable_hash(sig) : l->op_hash;
 	op->name = l->name;
 	return CG_R_NONE;
 }

@@ -251,18 +251,41 @@ static const struct cg_layout *ask_driver(CUfunction f)
 		CG_REAL(cuFuncGetName)(&name, f);
 	l->name = name ? strndup(name, 512) : NULL;
 	l->hash = cg_layout_hash(l);
+	l->op_hash = cg_layout_op_hash(l);
 	l->in_scope = cg_scope_kernel(l->name);
 	l->next_all = all_layouts;
 	all_layouts = l;
 	return l;
 }
 
+/* This thread's latest answer: loops launch the same kernel again and again. Keyed by the table
+ * too (a table is never freed, so a new one never has an old one's address): a reset forgets it. */
+static _Thread_local struct {
+	const struct table *t;
+	CUfunction f;
+	const struct cg_layout *l;
+} last;
+
+static __attribute__((noinline)) const struct cg_layout *layout_find(struct table *t, CUfunction f);
+
 const struct cg_layout *cg_layout_of(CUfunction f)
 {
 	struct table *t = atomic_load_explicit(&current, memory_order_acquire);
+	if (t && t == last.t && f == last.f)
+		return last.l;
+	return layout_find(t, f);
+}
+
+static const struct cg_layout *layout_find(struct table *t, CUfunction f)
+{
 	const struct cg_layout *l = t ? lookup(t, f) : NULL;
-	if (l)
-		return l == &unknown_layout ? NULL : l;
+	if (l) {
+		l = l == &unknown_layout ? NULL : l;
+		last.t = t;
+		last.f = f;
+		last.l = l;
+		return l;
+	}
 
 	pthread_mutex_lock(&lock);
 	t = atomic_load_explicit(&current, memory_order_relaxed);

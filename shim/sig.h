@@ -35,6 +35,7 @@ struct cg_layout {
 	uint32_t size;      /* packed bytes: end of the last parameter */
 	const char *name;   /* kernel name (our copy: the driver's dies with its module) or NULL */
 	uint64_t hash;      /* cg_layout_hash: the same kernel hashes the same in every process */
+	uint64_t op_hash;   /* cg_layout_op_hash: the op hash of its launches without attributes */
 	_Atomic uint64_t launches; /* for the report's kernel list */
 	bool in_scope;      /* CUGRAFT_SCOPE lets this kernel be graphed (decided once) */
 	const struct cg_layout *next_all; /* every layout ever made, also those of unloaded modules */
@@ -118,6 +119,17 @@ static inline uint64_t cg_sig_stable_hash(struct cg_sig *s)
 	s->fn = fn;
 	s->layout = l;
 	return h;
+}
+
+/* The op hash (cg_sig_stable_hash) of a launch of `l` with no launch attributes: its signature
+ * is the layout's and nothing else, so it is computed once, with the layout (after l->hash). */
+static inline uint64_t cg_layout_op_hash(const struct cg_layout *l)
+{
+	struct cg_sig s;
+	memset(&s, 0, offsetof(struct cg_sig, attrs));
+	s.kind = CG_K_KERNEL;
+	s.layout = l;
+	return cg_sig_stable_hash(&s);
 }
 
 /* The policy hands signatures back (op->sig) packed among other bytes, at any alignment: they

@@ -25,6 +25,10 @@ static _Atomic uint64_t next_id = 1;
 
 /* How many streams hold deferred work: all, the legacy ones, and blocking non-legacy ones. */
 static atomic_int any_pending, legacy_pending, blocking_pending;
+/* Live records whose `settled` is false: while none is, a boundary changes nothing anywhere
+ * (no stream has work deferred or a chunk still to be marked by a wait), and the pass-through
+ * calls skip the stream lookup. It changes at most twice per stream between two boundaries. */
+static atomic_int unsettled;
 
 bool cg_any_pending(void)
 {
@@ -103,6 +107,10 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 		return NULL;
 	else
 		pthread_mutex_init(&s->lock, NULL);
+	/* A new record is not settled until its first boundary (nor counted before now: a
+	 * recycled one was settled by retire, a new one is zeroed). */
+	atomic_store(&s->settled, false);
+	atomic_fetch_add(&unsettled, 1);
 	s->handle = k == LEGACY ? CU_STREAM_LEGACY : k == PER_THREAD ? CU_STREAM_PER_THREAD : h;
 	s->ctx = ctx;
 	cg_events_device(ctx); /* the summary names the devices used */
@@ -137,6 +145,10 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 	return s;
 }
 
+static struct cg_sstate *stream_find(CUstream h, enum kind k, CUstream key,
+                                     CUcontext ctx, unsigned gen, unsigned way)
+	__attribute__((noinline));
+
 struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
 {
 	enum kind k = CREATED;
@@ -153,7 +165,14 @@ struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
 	unsigned way = (unsigned)(((uintptr_t)key ^ (uintptr_t)ctx) >> 4) % TL_WAYS;
 	if (tl_cache[way].h == key && tl_cache[way].ctx == ctx && tl_cache[way].gen == gen)
 		return tl_cache[way].s;
+	return stream_find(h, k, key, ctx, gen, way);
+}
 
+/* cg_stream_get past this thread's cache: the registry (its own function, so that the
+ * cache's hit saves and restores no registers). */
+static struct cg_sstate *stream_find(CUstream h, enum kind k, CUstream key,
+                                     CUcontext ctx, unsigned gen, unsigned way)
+{
 	struct cg_sstate *s = NULL;
 	pthread_mutex_lock(&registry);
 	s = find_locked(h, ctx, k);
@@ -182,7 +201,12 @@ struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
 /* --- pending bookkeeping ------------------------------------------------------------------- */
 void cg_stream_sync_pending(struct cg_sstate *s)
 {
-	atomic_store_explicit(&s->settled, !s->eng || cg_stream_settled(s->eng), memory_order_release);
+	/* One writer (the lock holder): stored, and counted, only when it changes. */
+	bool settled = !s->eng || cg_stream_settled(s->eng);
+	if (settled != atomic_load_explicit(&s->settled, memory_order_relaxed)) {
+		atomic_store_explicit(&s->settled, settled, memory_order_release);
+		atomic_fetch_add(&unsettled, settled ? -1 : 1);
+	}
 	bool p = s->eng && cg_stream_pending(s->eng);
 	if (s->per_thread && !cg_ptds_settle(s, p)) {
 		cg_flush(s->eng, CG_R_PER_THREAD); /* nobody else could submit it: now */
@@ -265,6 +289,15 @@ void cg_stream_order(struct cg_sstate *s)
 void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 {
 	cg_events_boundary(why);
+	/* Every stream settled, no per-thread stream's work outstanding: nothing to flush, order
+	 * or cut anywhere, so no stream to look up (the pass-through path of event records and
+	 * queries, stream queries and the program's own graph launches). */
+	if (atomic_load_explicit(&unsettled, memory_order_acquire) == 0 &&
+	    atomic_load_explicit(&cg_ptds_outstanding, memory_order_acquire) == 0) {
+		if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && cg_shim.engine)
+			cg_engine_note_wait(cg_shim.engine);
+		return;
+	}
 	struct cg_sstate *s = cg_stream_get(h, ptsz);
 	if (!s)
 		return;

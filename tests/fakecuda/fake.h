@@ -152,6 +152,7 @@ struct cg_stream {
  * wall-clock time. */
 void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph);
 void cg_host_spin(bool graph, size_t ops);
+void cg_host_spin_build(size_t nodes);
 /* Resolves a stream handle (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or created); NULL if bad. */
 struct cg_stream *cg_stream_get(CUstream s);
 bool cg_capturing(struct cg_stream *s);

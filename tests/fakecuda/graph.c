@@ -193,6 +193,7 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
   }
   pthread_mutex_unlock(&cg_lock);
   if (r != CUDA_SUCCESS) { free(e->origin); free(e); return r; }
+  cg_host_spin_build(e->n);
   e->magic = CG_EXEC;
   *phGraphExec = (CUgraphExec)e;
   return CUDA_SUCCESS;

@@ -47,6 +47,14 @@ static void k_set_flag(void *const *args)
   __atomic_store_n(ARG(int *, 0), ARG(int, 1), __ATOMIC_RELEASE);
 }
 
+/* bench/workloads/mb_kernels.cu's mb_axb: p[i] = p[i]*a + b, so that mb-driver and passthrough
+ * run on the fake. */
+static void k_mb_axb(void *const *args)
+{
+  float *p = ARG(float *, 0), a = ARG(float, 1), b = ARG(float, 2);
+  for (int i = 0, n = ARG(int, 3); i < n; i++) p[i] = p[i] * a + b;
+}
+
 struct big_arg { unsigned long long v[64]; };
 
 static void k_big_arg(void *const *args)
@@ -93,6 +101,7 @@ static struct cg_kernel_def defs[] = {
   K("cg_set_flag", k_set_flag, 2, 8, 4),
   K("cg_big_arg", k_big_arg, 2, sizeof(struct big_arg), 8),
   K("cg_grid_sum", k_grid_sum, 2, 8, 8),
+  K("mb_axb", k_mb_axb, 4, 8, 4, 4, 4),
 };
 #undef K
 #define NDEFS (sizeof defs / sizeof defs[0])

@@ -146,25 +146,43 @@ void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph)
   cg_host_spin(graph, ops);
 }
 
-/* FAKECUDA_SPIN_NS=EAGER,GRAPH: the host spins EAGER ns per op launched eagerly and GRAPH ns
- * per graph launch, so that wall time (what cugraft's controller measures) favours one mode. */
-void cg_host_spin(bool graph, size_t ops)
+/* FAKECUDA_SPIN_NS=EAGER,GRAPH[,BUILD]: the host spins EAGER ns per op launched eagerly, GRAPH
+ * ns per graph launch and BUILD ns per node a graph is instantiated with, so that wall time
+ * (what cugraft's controller measures) favours one mode, or shows what builds cost once (about
+ * 5 us a node on an H200). */
+static atomic_llong spin[3] = { -1, -1, -1 };
+
+static void spin_ns(long long ns)
 {
-  static atomic_llong spin[2] = { -1, -1 };
-  if (atomic_load_explicit(&spin[0], memory_order_relaxed) < 0) {
-    const char *v = getenv("FAKECUDA_SPIN_NS");
-    long long e = 0, g = 0;
-    if (v) sscanf(v, "%lld,%lld", &e, &g);
-    atomic_store_explicit(&spin[1], g, memory_order_relaxed);
-    atomic_store_explicit(&spin[0], e < 0 ? 0 : e, memory_order_relaxed);
-  }
-  long long ns = graph ? atomic_load_explicit(&spin[1], memory_order_relaxed)
-                       : atomic_load_explicit(&spin[0], memory_order_relaxed) * (long long)ops;
   if (ns <= 0) return;
   struct timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   do clock_gettime(CLOCK_MONOTONIC, &t);
   while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < ns);
+}
+
+static void spin_init(void)
+{
+  if (atomic_load_explicit(&spin[0], memory_order_relaxed) >= 0) return;
+  const char *v = getenv("FAKECUDA_SPIN_NS");
+  long long e = 0, g = 0, b = 0;
+  if (v) sscanf(v, "%lld,%lld,%lld", &e, &g, &b);
+  atomic_store_explicit(&spin[2], b, memory_order_relaxed);
+  atomic_store_explicit(&spin[1], g, memory_order_relaxed);
+  atomic_store_explicit(&spin[0], e < 0 ? 0 : e, memory_order_relaxed);
+}
+
+void cg_host_spin(bool graph, size_t ops)
+{
+  spin_init();
+  spin_ns(graph ? atomic_load_explicit(&spin[1], memory_order_relaxed)
+                : atomic_load_explicit(&spin[0], memory_order_relaxed) * (long long)ops);
+}
+
+void cg_host_spin_build(size_t nodes)
+{
+  spin_init();
+  spin_ns(atomic_load_explicit(&spin[2], memory_order_relaxed) * (long long)nodes);
 }
 
 struct cg_event {
