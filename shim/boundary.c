@@ -28,6 +28,8 @@
 		}                                                                               \
 		if (!cg_real[CG_E_##n])                                                         \
 			return CUDA_ERROR_NOT_FOUND;                                            \
+		if (!cg_shim.auditing) /* nothing to mark: a tail call */                       \
+			return ((__typeof__(&proto))cg_real[CG_E_##n]) args;                    \
 		cg_tl_forwarding++;                                                             \
 		CUresult r_ = ((__typeof__(&proto))cg_real[CG_E_##n]) args;                     \
 		cg_tl_forwarding--;                                                             \

@@ -192,8 +192,10 @@ void cg_shim_start(void)
 	cg_report_start();
 	cg_summary_header();
 	cg_summary_catch_fatal();
-	if (cg_opt_bool(CG_OPT_AUDIT))
+	if (cg_opt_bool(CG_OPT_AUDIT)) {
+		cg_shim.auditing = true;  /* before CUPTI can see a forwarded call */
 		cg_audit_start();
+	}
 	if (cg_opt_bool(CG_OPT_PROFILE))  /* before atexit: CUPTI's exit work runs after ours */
 		cg_floor_start();
 	if (cg_shim.engine && !cg_shim.record_only)

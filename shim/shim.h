@@ -21,6 +21,7 @@ struct cg_shim {
 	struct cg_engine *engine;
 	uint32_t max_defer_us;
 	bool record_only;
+	bool auditing;             /* CUGRAFT_AUDIT: forwarded calls mark themselves (cg_tl_forwarding) */
 };
 extern struct cg_shim cg_shim;
 
