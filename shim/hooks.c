@@ -6,6 +6,7 @@
 #include "counts.h"
 #include "driver.h"
 #include "image.h"
+#include "layout.h"
 #include "report.h"
 #include "shim.h"
 #include "sig.h"

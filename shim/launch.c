@@ -8,6 +8,7 @@
 #include "driver.h"
 #include "events.h"
 #include "floor.h"
+#include "layout.h"
 #include "log.h"
 #include "options.h"
 #include "ptds.h"

@@ -7,6 +7,7 @@
 
 #include "driver.h"
 #include "image.h"
+#include "layout.h"
 #include "shim.h"
 #include "json.h"
 #include "log.h"

@@ -12,6 +12,7 @@
 #include "events.h"
 #include "floor.h"
 #include "json.h"
+#include "layout.h"
 #include "nccl_hooks.h"
 #include "options.h"
 #include "report.h"
