@@ -204,6 +204,59 @@ static void test_unproven_shapes_pass_the_engine(void **state)
 	cg_stream_forget(h);
 }
 
+/* One cg_grid_sum launch of 64 threads on `grid` blocks in clusters of 2 (none: `cluster` 0)
+ * with a preferred substitute cluster of `pref` blocks (none: 0); returns the launch's result,
+ * and in *given whether it reached the engine. */
+static CUresult launch_preferred(CUstream h, unsigned grid, unsigned cluster, unsigned pref, bool *given)
+{
+	static unsigned long long out;
+	static unsigned in[8 * 1024];
+	CUdeviceptr o = (CUdeviceptr)(uintptr_t)&out, i = (CUdeviceptr)(uintptr_t)in;
+	void *params[] = { &o, &i };
+	CUlaunchAttribute a[2];
+	unsigned n = 0;
+	if (cluster) {
+		a[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		a[n].value.clusterDim.x = cluster;
+		a[n].value.clusterDim.y = a[n].value.clusterDim.z = 1;
+		n++;
+	}
+	if (pref) {
+		a[n].id = CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION;
+		a[n].value.preferredClusterDim.x = pref;
+		a[n].value.preferredClusterDim.y = a[n].value.preferredClusterDim.z = 1;
+		n++;
+	}
+	CUlaunchConfig c = { .gridDimX = grid, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 64,
+	                     .blockDimY = 1, .blockDimZ = 1, .hStream = h, .attrs = a, .numAttrs = n };
+	uint64_t ops = engine_ops();
+	CUresult r = cuLaunchKernelEx(&c, grid_sum, params, NULL);
+	*given = engine_ops() != ops;
+	return r;
+}
+
+/* A preferred substitute cluster must divide the grid (cuda.h): a grid it does not divide is a
+ * shape no device allows, refused at the call, even where the function accepted that grid with
+ * other attributes and the cluster size before. */
+static void test_preferred_cluster_must_divide_the_grid(void **state)
+{
+	CUstream h = new_stream(CU_STREAM_NON_BLOCKING);
+	bool given;
+	/* grid 2 accepted: every even grid is proven for the function */
+	assert_int_equal(launch_preferred(h, 2, 2, 0, &given), CUDA_SUCCESS);
+	assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+	/* a loop of clusters of 2 preferring 4, on grids of 8: learned and replayed */
+	for (int it = 0; it < 8; it++) {
+		assert_int_equal(launch_preferred(h, 8, 2, 4, &given), CUDA_SUCCESS);
+		assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+	}
+	/* a grid of 6: clusters of 2 divide it, the preferred 4 does not */
+	assert_int_equal(launch_preferred(h, 6, 2, 4, &given), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+	assert_false(given);
+	assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+	cg_stream_forget(h);
+}
+
 /* Memsets whose destination moves every iteration: captured as memset nodes and patched there
  * (cuda_backend.c's patch_memop). */
 static void test_replayed_memsets_follow_their_buffers(void **state)
@@ -317,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_replayed_launches_compute_what_eager_ones_do),
 		cmocka_unit_test(test_replayed_memsets_follow_their_buffers),
 		cmocka_unit_test(test_unproven_shapes_pass_the_engine),
+		cmocka_unit_test(test_preferred_cluster_must_divide_the_grid),
 		cmocka_unit_test(test_legacy_launch_submits_blocking_streams_first),
 		cmocka_unit_test(test_per_thread_stream_flushed_by_another_thread),
 	};
