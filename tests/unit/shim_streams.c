@@ -15,6 +15,7 @@
 
 #include "shim/cuda_backend.h"
 #include "shim/driver.h"
+#include "shim/layout.h"
 #include "shim/options.h"
 #include "shim/shim.h"
 #include "shim/stream.h"
@@ -257,6 +258,25 @@ static void test_preferred_cluster_must_divide_the_grid(void **state)
 	cg_stream_forget(h);
 }
 
+/* A context's modules die with it, and their function handles may come back for other kernels
+ * of later modules: the layouts of its functions go with it, also from this thread's cache (a
+ * dead handle has none: the fake says so when asked again). */
+static void test_destroyed_context_forgets_its_functions(void **state)
+{
+	CUcontext prev = NULL, ctx = NULL;
+	CUmodule mod;
+	CUfunction f;
+	assert_int_equal(CG_REAL(cuCtxGetCurrent)(&prev), CUDA_SUCCESS);
+	assert_int_equal(CG_REAL(cuCtxCreate_v4)(&ctx, NULL, 0, 0), CUDA_SUCCESS);
+	assert_int_equal(CG_REAL(cuModuleLoadData)(&mod, "the fake ignores the image"), CUDA_SUCCESS);
+	assert_int_equal(CG_REAL(cuModuleGetFunction)(&f, mod, "cg_chain"), CUDA_SUCCESS);
+	assert_non_null(cg_layout_of(f));
+	assert_int_equal(cuCtxDestroy_v2(ctx), CUDA_SUCCESS);
+	assert_null(cg_layout_of(f));
+	assert_int_equal(CG_REAL(cuCtxSetCurrent)(prev), CUDA_SUCCESS);
+	assert_non_null(cg_layout_of(chain));
+}
+
 /* Memsets whose destination moves every iteration: captured as memset nodes and patched there
  * (cuda_backend.c's patch_memop). */
 static void test_replayed_memsets_follow_their_buffers(void **state)
@@ -371,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_replayed_memsets_follow_their_buffers),
 		cmocka_unit_test(test_unproven_shapes_pass_the_engine),
 		cmocka_unit_test(test_preferred_cluster_must_divide_the_grid),
+		cmocka_unit_test(test_destroyed_context_forgets_its_functions),
 		cmocka_unit_test(test_legacy_launch_submits_blocking_streams_first),
 		cmocka_unit_test(test_per_thread_stream_flushed_by_another_thread),
 	};
