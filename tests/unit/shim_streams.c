@@ -186,10 +186,17 @@ static void test_unproven_shapes_pass_the_engine(void **state)
 	expect(h, 3, 64, 1, 0, CUDA_SUCCESS, false);
 	expect(h, 5, 64, 1, 0, CUDA_SUCCESS, true);
 	/* a cluster attribute that may lower what fits: clustered shapes are proven again */
-	assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+	assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0),
 	                 CUDA_SUCCESS);
 	expect(h, 4, 64, 2, 0, CUDA_SUCCESS, false);
 	expect(h, 4, 64, 2, 0, CUDA_SUCCESS, true);
+	/* allowing non-portable cluster sizes lowers nothing: set before every clustered launch (as
+	 * CUTLASS's cluster launcher does), it leaves them proven */
+	for (int it = 0; it < 3; it++) {
+		assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+		                 CUDA_SUCCESS);
+		expect(h, 4, 64, 2, 0, CUDA_SUCCESS, true);
+	}
 	/* shared memory above a lowered attribute: refused at the call */
 	assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 << 10),
 	                 CUDA_SUCCESS);
