@@ -94,9 +94,9 @@ uint64_t cg_engine_now(const struct cg_engine *e);
  * where the host then waits (SYNC, HOST_COPY boundaries) whose graph's GPU time exceeds that
  * saving is disabled too (EXPOSED; 3 graph samples), weighed by the share of its runs the host
  * waited for. Graph samples come first: a chunk whose graph takes under half the host time it
- * saves can be neither, and is sampled no more (each eager sample is an occurrence not
- * replayed); so is one whose graph is no slower than its eager ops and far from exposed.
- * Call with the stream's lock held. */
+ * saves can be neither, and is sampled no more. Eager samples (each an occurrence not replayed)
+ * are taken only for a graph near or over that saving (engine.c, CG_GATE_PLAUSIBLE), and no
+ * chunk is sampled after 3 of each kind. Call with the stream's lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us);
 
 /* Statistics for the report (sums over all streams, atomically maintained): policy/stats.def. */

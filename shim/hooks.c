@@ -96,6 +96,7 @@ static CUresult ctx_destroy(enum cg_entry entry, CUcontext ctx)
 		cg_count(CG_COUNT_ENTRY + entry);
 		cg_stream_forget_ctx(ctx, CG_R_MODULE);
 		cg_layout_forget_ctx(ctx);
+		cg_layout_reset(); /* its modules die with it: their function handles may come back */
 	}
 	return ((__typeof__(&cuCtxDestroy_v2))cg_real[entry])(ctx);
 }
@@ -108,6 +109,7 @@ static CUresult primary_reset(enum cg_entry entry, CUdevice dev)
 		if (CG_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) == CUDA_SUCCESS) {
 			cg_stream_forget_ctx(ctx, CG_R_MODULE);
 			cg_layout_forget_ctx(ctx);
+			cg_layout_reset(); /* as for cuCtxDestroy */
 			CG_REAL(cuDevicePrimaryCtxRelease_v2)(dev);
 		}
 	}
@@ -134,6 +136,7 @@ static CUresult primary_release(enum cg_entry entry, CUdevice dev)
 		cg_backend_context_gone(ctx);
 		cg_stream_forget_ctx(ctx, CG_R_MODULE);
 		cg_layout_forget_ctx(ctx);
+		cg_layout_reset(); /* as for cuCtxDestroy */
 	}
 	return r;
 }

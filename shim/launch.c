@@ -154,11 +154,12 @@ static int pack_args(const struct cg_layout *l, void **params, void **extra, uns
 }
 
 /* A shape every device refuses (a zero or too large dimension, a grid that is no multiple of
- * the launch's cluster dimension): the launch goes to the driver as the program made it, so that
- * the program gets the error. Deferred, it would only fail in a graph patch or capture, where
- * the failure reaches nobody. Limits of the function or the device (its threads per block,
- * shared memory beyond its attribute, cluster dimensions compiled into it) are met by proof:
- * only a shape the driver accepted before in the same context is deferred (cg_launch_proven). */
+ * the launch's cluster or preferred cluster dimension): the launch goes to the driver as the
+ * program made it, so that the program gets the error. Deferred, it would only fail in a graph
+ * patch or capture, where the failure reaches nobody. Limits of the function or the device (its
+ * threads per block, shared memory beyond its attribute, cluster dimensions compiled into it)
+ * are met by proof: only a shape the driver accepted before in the same context is deferred
+ * (cg_launch_proven). */
 static bool shape_valid(const unsigned grid[3], const unsigned block[3], const struct cg_sig *sig)
 {
 	/* d - 1 >= max: d is 0 or above max (unsigned), one compare per dimension */
@@ -166,14 +167,30 @@ static bool shape_valid(const unsigned grid[3], const unsigned block[3], const s
 	    (block[0] - 1u >= 1024u) | (block[1] - 1u >= 1024u) | (block[2] - 1u >= 64u) ||
 	    (uint64_t)block[0] * block[1] * block[2] > 1024)
 		return false;
+	unsigned c[3] = { 1, 1, 1 }; /* the regular cluster */
+	const CUlaunchAttribute *pref = NULL;
 	for (uint32_t i = 0; i < sig->nattrs; i++) {
+		if (sig->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION)
+			pref = &sig->attrs[i];
 		if (sig->attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
 			continue;
-		const unsigned c[3] = { sig->attrs[i].value.clusterDim.x, sig->attrs[i].value.clusterDim.y,
-		                        sig->attrs[i].value.clusterDim.z };
+		c[0] = sig->attrs[i].value.clusterDim.x;
+		c[1] = sig->attrs[i].value.clusterDim.y;
+		c[2] = sig->attrs[i].value.clusterDim.z;
 		for (int d = 0; d < 3; d++)
 			if (!c[d] || grid[d] % c[d])
 				return false;
+	}
+	/* A preferred substitute cluster (cuda.h, preferredClusterDim): x and y divide the grid and
+	 * are multiples of the regular cluster's, z equals the regular cluster's. */
+	if (pref) {
+		const unsigned p[3] = { pref->value.preferredClusterDim.x, pref->value.preferredClusterDim.y,
+		                        pref->value.preferredClusterDim.z };
+		for (int d = 0; d < 2; d++)
+			if (!p[d] || grid[d] % p[d] || p[d] % c[d])
+				return false;
+		if (p[2] != c[2])
+			return false;
 	}
 	return true;
 }

@@ -442,6 +442,10 @@ void cg_layout_limit_set(const void *h, int attr, int value, bool changed)
 	default:
 		return;
 	}
+	/* Allowing non-portable cluster sizes lowers nothing (cluster launchers such as CUTLASS's
+	 * set it before every clustered launch: forgetting their shapes would keep them eager). */
+	if (attr == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED && value == 1)
+		return;
 	/* A repeat (cuBLASLt sets an attribute before most launches) costs a lock-free lookup. */
 	struct table *t = atomic_load_explicit(&current, memory_order_acquire);
 	const struct cg_layout *own = t ? lookup(t, (CUfunction)h) : NULL;

@@ -107,7 +107,8 @@ void cg_layout_forget_ctx(CUcontext ctx);
  * &cg_layout_no_memory when it could not be stored (asked again at the next launch). */
 const struct cg_layout *cg_layout_of(CUfunction f);
 extern const struct cg_layout cg_layout_no_memory;
-/* Module or library unloaded: handles may be reused, forget every layout. */
+/* Module or library unloaded, or a context destroyed (its modules with it): handles may be
+ * reused, forget every layout. */
 void cg_layout_reset(void);
 /* `k` is a CUkernel (the driver handed it out as one): its layout is asked with the CUkernel
  * queries, so that no query fails on the wrong kind of handle. */

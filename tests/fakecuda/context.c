@@ -185,6 +185,7 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
   struct cg_ctx *c = (struct cg_ctx *)ctx;
   if (!c || c->magic != CG_CTX || c->primary) return CUDA_ERROR_INVALID_CONTEXT;
   c->magic = CG_DEAD;
+  cg_modules_ctx_gone(ctx);
   if (cg_ctx_current() == ctx) ctx_depth--;
   return CUDA_SUCCESS;
 }

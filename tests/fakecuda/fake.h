@@ -80,6 +80,8 @@ enum cg_magic {
 struct cg_ctx { enum cg_magic magic; bool primary; };
 bool cg_ctx_live(CUcontext c);
 CUcontext cg_ctx_current(void);
+/* A context is destroyed: the modules loaded in it die with it (their function handles too). */
+void cg_modules_ctx_gone(CUcontext ctx);
 CUresult cg_need_ctx(void);  /* CUDA_ERROR_INVALID_CONTEXT unless a live context is current */
 
 /* A CUfunction or a CUkernel (distinct objects, as in the real driver). */

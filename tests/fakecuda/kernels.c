@@ -136,15 +136,19 @@ static int def_index(const char *name)
 /* A module or a library: one CUfunction and one CUkernel per built-in kernel. */
 struct cg_module {
   enum cg_magic magic;
+  CUcontext ctx;            /* a module's context (it dies with it); NULL for a library */
+  struct cg_module *next;   /* every module ever loaded, under cg_lock */
   struct cg_func funcs[NDEFS], kerns[NDEFS];
 };
+static struct cg_module *modules;
 
-static CUresult module_new(struct cg_module **out)
+static CUresult module_new(struct cg_module **out, CUcontext ctx)
 {
   def_index(NULL);  /* layouts must be ready before any handle exists */
   struct cg_module *m = calloc(1, sizeof *m);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   m->magic = CG_MODULE;
+  m->ctx = ctx;
   for (unsigned k = 0; k < NDEFS; k++) {
     struct cg_func *f = &m->funcs[k], *kn = &m->kerns[k];
     *f = (struct cg_func){ .magic = CG_FUNC, .def = &defs[k] };
@@ -157,19 +161,36 @@ static CUresult module_new(struct cg_module **out)
     kn->magic = CG_KERNEL;
     kn->other = f;
   }
+  pthread_mutex_lock(&cg_lock);
+  m->next = modules;
+  modules = m;
+  pthread_mutex_unlock(&cg_lock);
   *out = m;
   return CUDA_SUCCESS;
 }
 
-/* Unloaded modules stay allocated but dead, so stale handles fail cleanly. */
+/* Unloaded modules stay allocated but dead, so stale handles fail cleanly. Caller holds cg_lock. */
+static void module_kill(struct cg_module *m)
+{
+  m->magic = CG_DEAD;
+  for (unsigned k = 0; k < NDEFS; k++) m->funcs[k].magic = m->kerns[k].magic = CG_DEAD;
+}
+
 static CUresult module_unload(struct cg_module *m)
 {
   if (!m || m->magic != CG_MODULE) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&cg_lock);
-  m->magic = CG_DEAD;
-  for (unsigned k = 0; k < NDEFS; k++) m->funcs[k].magic = m->kerns[k].magic = CG_DEAD;
+  module_kill(m);
   pthread_mutex_unlock(&cg_lock);
   return CUDA_SUCCESS;
+}
+
+void cg_modules_ctx_gone(CUcontext ctx)
+{
+  pthread_mutex_lock(&cg_lock);
+  for (struct cg_module *m = modules; m; m = m->next)
+    if (m->ctx == ctx && m->magic == CG_MODULE) module_kill(m);
+  pthread_mutex_unlock(&cg_lock);
 }
 
 static CUresult module_find(struct cg_module *m, const char *name, bool kernel, void **out)
@@ -188,7 +209,7 @@ CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname)
   CUresult r = cg_need_ctx();
   if (r != CUDA_SUCCESS) return r;
   if (!module || !fname) return CUDA_ERROR_INVALID_VALUE;
-  return module_new((struct cg_module **)module);
+  return module_new((struct cg_module **)module, cg_ctx_current());
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
@@ -197,7 +218,7 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
   CUresult r = cg_need_ctx();
   if (r != CUDA_SUCCESS) return r;
   if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
-  return module_new((struct cg_module **)module);
+  return module_new((struct cg_module **)module, cg_ctx_current());
 }
 
 CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
@@ -220,7 +241,7 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_o
   CG_ENTER(cuLibraryLoadData);
   if (!cg_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
-  return module_new((struct cg_module **)library);
+  return module_new((struct cg_module **)library, NULL);
 }
 
 CUresult CUDAAPI cuLibraryUnload(CUlibrary library)

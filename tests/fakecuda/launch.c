@@ -78,6 +78,23 @@ CUresult cg_shape_check(CUfunction f, const struct cg_shape *shape, const CUlaun
     for (int d = 0; d < 3; d++)
       if (!c[d] || g[d] % c[d]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
   }
+  /* A preferred substitute cluster (cuda.h, preferredClusterDim): x and y divide the grid and are
+   * multiples of the regular cluster's, z equals the regular cluster's (1 without one). */
+  for (unsigned i = 0; attrs && i < nattrs; i++) {
+    if (attrs[i].id != CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION) continue;
+    unsigned c[3] = { 1, 1, 1 };
+    for (unsigned j = 0; j < nattrs; j++)
+      if (attrs[j].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+        c[0] = attrs[j].value.clusterDim.x;
+        c[1] = attrs[j].value.clusterDim.y;
+        c[2] = attrs[j].value.clusterDim.z;
+      }
+    const unsigned p[3] = { attrs[i].value.preferredClusterDim.x, attrs[i].value.preferredClusterDim.y,
+                            attrs[i].value.preferredClusterDim.z };
+    for (int d = 0; d < 2; d++)
+      if (!p[d] || !c[d] || g[d] % p[d] || p[d] % c[d]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    if (p[2] != c[2]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  }
   return CUDA_SUCCESS;
 }
 

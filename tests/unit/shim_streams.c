@@ -15,6 +15,7 @@
 
 #include "shim/cuda_backend.h"
 #include "shim/driver.h"
+#include "shim/layout.h"
 #include "shim/options.h"
 #include "shim/shim.h"
 #include "shim/stream.h"
@@ -185,10 +186,17 @@ static void test_unproven_shapes_pass_the_engine(void **state)
 	expect(h, 3, 64, 1, 0, CUDA_SUCCESS, false);
 	expect(h, 5, 64, 1, 0, CUDA_SUCCESS, true);
 	/* a cluster attribute that may lower what fits: clustered shapes are proven again */
-	assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+	assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0),
 	                 CUDA_SUCCESS);
 	expect(h, 4, 64, 2, 0, CUDA_SUCCESS, false);
 	expect(h, 4, 64, 2, 0, CUDA_SUCCESS, true);
+	/* allowing non-portable cluster sizes lowers nothing: set before every clustered launch (as
+	 * CUTLASS's cluster launcher does), it leaves them proven */
+	for (int it = 0; it < 3; it++) {
+		assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+		                 CUDA_SUCCESS);
+		expect(h, 4, 64, 2, 0, CUDA_SUCCESS, true);
+	}
 	/* shared memory above a lowered attribute: refused at the call */
 	assert_int_equal(cuFuncSetAttribute(grid_sum, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 << 10),
 	                 CUDA_SUCCESS);
@@ -202,6 +210,78 @@ static void test_unproven_shapes_pass_the_engine(void **state)
 	expect(h, 2, 64, 1, 40 << 10, CUDA_SUCCESS, true);
 	assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
 	cg_stream_forget(h);
+}
+
+/* One cg_grid_sum launch of 64 threads on `grid` blocks in clusters of 2 (none: `cluster` 0)
+ * with a preferred substitute cluster of `pref` blocks (none: 0); returns the launch's result,
+ * and in *given whether it reached the engine. */
+static CUresult launch_preferred(CUstream h, unsigned grid, unsigned cluster, unsigned pref, bool *given)
+{
+	static unsigned long long out;
+	static unsigned in[8 * 1024];
+	CUdeviceptr o = (CUdeviceptr)(uintptr_t)&out, i = (CUdeviceptr)(uintptr_t)in;
+	void *params[] = { &o, &i };
+	CUlaunchAttribute a[2];
+	unsigned n = 0;
+	if (cluster) {
+		a[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		a[n].value.clusterDim.x = cluster;
+		a[n].value.clusterDim.y = a[n].value.clusterDim.z = 1;
+		n++;
+	}
+	if (pref) {
+		a[n].id = CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION;
+		a[n].value.preferredClusterDim.x = pref;
+		a[n].value.preferredClusterDim.y = a[n].value.preferredClusterDim.z = 1;
+		n++;
+	}
+	CUlaunchConfig c = { .gridDimX = grid, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 64,
+	                     .blockDimY = 1, .blockDimZ = 1, .hStream = h, .attrs = a, .numAttrs = n };
+	uint64_t ops = engine_ops();
+	CUresult r = cuLaunchKernelEx(&c, grid_sum, params, NULL);
+	*given = engine_ops() != ops;
+	return r;
+}
+
+/* A preferred substitute cluster must divide the grid (cuda.h): a grid it does not divide is a
+ * shape no device allows, refused at the call, even where the function accepted that grid with
+ * other attributes and the cluster size before. */
+static void test_preferred_cluster_must_divide_the_grid(void **state)
+{
+	CUstream h = new_stream(CU_STREAM_NON_BLOCKING);
+	bool given;
+	/* grid 2 accepted: every even grid is proven for the function */
+	assert_int_equal(launch_preferred(h, 2, 2, 0, &given), CUDA_SUCCESS);
+	assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+	/* a loop of clusters of 2 preferring 4, on grids of 8: learned and replayed */
+	for (int it = 0; it < 8; it++) {
+		assert_int_equal(launch_preferred(h, 8, 2, 4, &given), CUDA_SUCCESS);
+		assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+	}
+	/* a grid of 6: clusters of 2 divide it, the preferred 4 does not */
+	assert_int_equal(launch_preferred(h, 6, 2, 4, &given), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+	assert_false(given);
+	assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+	cg_stream_forget(h);
+}
+
+/* A context's modules die with it, and their function handles may come back for other kernels
+ * of later modules: the layouts of its functions go with it, also from this thread's cache (a
+ * dead handle has none: the fake says so when asked again). */
+static void test_destroyed_context_forgets_its_functions(void **state)
+{
+	CUcontext prev = NULL, ctx = NULL;
+	CUmodule mod;
+	CUfunction f;
+	assert_int_equal(CG_REAL(cuCtxGetCurrent)(&prev), CUDA_SUCCESS);
+	assert_int_equal(CG_REAL(cuCtxCreate_v4)(&ctx, NULL, 0, 0), CUDA_SUCCESS);
+	assert_int_equal(CG_REAL(cuModuleLoadData)(&mod, "the fake ignores the image"), CUDA_SUCCESS);
+	assert_int_equal(CG_REAL(cuModuleGetFunction)(&f, mod, "cg_chain"), CUDA_SUCCESS);
+	assert_non_null(cg_layout_of(f));
+	assert_int_equal(cuCtxDestroy_v2(ctx), CUDA_SUCCESS);
+	assert_null(cg_layout_of(f));
+	assert_int_equal(CG_REAL(cuCtxSetCurrent)(prev), CUDA_SUCCESS);
+	assert_non_null(cg_layout_of(chain));
 }
 
 /* Memsets whose destination moves every iteration: captured as memset nodes and patched there
@@ -317,6 +397,8 @@ int main(void)
 		cmocka_unit_test(test_replayed_launches_compute_what_eager_ones_do),
 		cmocka_unit_test(test_replayed_memsets_follow_their_buffers),
 		cmocka_unit_test(test_unproven_shapes_pass_the_engine),
+		cmocka_unit_test(test_preferred_cluster_must_divide_the_grid),
+		cmocka_unit_test(test_destroyed_context_forgets_its_functions),
 		cmocka_unit_test(test_legacy_launch_submits_blocking_streams_first),
 		cmocka_unit_test(test_per_thread_stream_flushed_by_another_thread),
 	};
