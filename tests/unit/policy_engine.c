@@ -493,6 +493,15 @@ static void sample_end(void *be, void *stream, bool ok)
 	sampled.n++;
 }
 
+/* A rig whose backend takes every cost-gate sample the engine asks for, into `sampled`. */
+static void rig_up_sampled(struct rig *r, const struct cg_engine_config *cfg)
+{
+	rig_up(r, cfg, 1);
+	memset(&sampled, 0, sizeof(sampled));
+	r->fb.table.time_begin = sample_begin;
+	r->fb.table.time_end = sample_end;
+}
+
 /* The samples taken so far, handed back with these times (outside engine calls, as the shim
  * does after a boundary). */
 static void hand_back(struct rig *r, double eager_us, double graph_us)
@@ -525,10 +534,7 @@ static const struct cg_engine_config *config_gpu_only(uint32_t warmup, uint32_t 
 static void test_cost_samples_alternate_then_stop(void **state)
 {
 	struct rig r;
-	rig_up(&r, config_gpu_only(3, 64), 1);
-	memset(&sampled, 0, sizeof(sampled));
-	r.fb.table.time_begin = sample_begin;
-	r.fb.table.time_end = sample_end;
+	rig_up_sampled(&r, config_gpu_only(3, 64));
 	for (int it = 0; it < 20; it++) {
 		iteration_to(&r, 0, CG_R_EVENT);  /* the host does not wait: nothing exposed */
 		hand_back(&r, 10.0, 10.1);  /* a graph a little slower on the GPU: not settled */
@@ -565,10 +571,7 @@ static void test_cost_samples_stop_when_graphs_win(void **state)
 {
 	for (int lost = 0; lost < 2; lost++) {
 		struct rig r;
-		rig_up(&r, config(3, 64), 1);
-		memset(&sampled, 0, sizeof(sampled));
-		r.fb.table.time_begin = sample_begin;
-		r.fb.table.time_end = sample_end;
+		rig_up_sampled(&r, config(3, 64));
 		for (int it = 0; it < 30; it++) {
 			iteration(&r, 0, (uint64_t)it);
 			if (!lost)
@@ -742,10 +745,7 @@ static void test_cost_samples_eager_only_where_gate_could_act(void **state)
 {
 	for (int near = 0; near < 2; near++) {
 		struct rig r;
-		rig_up(&r, config(3, 64), 1);
-		memset(&sampled, 0, sizeof(sampled));
-		r.fb.table.time_begin = sample_begin;
-		r.fb.table.time_end = sample_end;
+		rig_up_sampled(&r, config(3, 64));
 		const double saved = 42 * 3.4 - 2.5;  /* a loop of 42 ops is one chunk */
 		const double graph = near ? 0.7 * saved : 1.2 * saved;
 		for (int it = 0; it < 40; it++) {
