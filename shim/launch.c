@@ -246,6 +246,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		return CG_R_UNGRAPHABLE;
 	uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
 	need->layout = l;
+	need->limits = atomic_load_explicit(&cg_layout_limits, memory_order_acquire);
 	need->open = threads << 32 | shmem;
 	memcpy(need->grid, grid, sizeof(need->grid));
 	need->bound = bound_of(sig, grid, threads, shmem);

@@ -380,6 +380,11 @@ bool cg_layout_first(const struct cg_layout *l, CUcontext ctx)
 	return ctx && seen_claim(l, ctx, &claimed) && claimed;
 }
 
+_Atomic uint64_t cg_layout_limits;
+/* Orders records (cg_layout_accept, rare: only shapes not yet proven) against the lowering of
+ * limits (cg_layout_limit_set): a record is made whole before or after a lowering, never across. */
+static pthread_mutex_t limits_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void cg_layout_accept(const struct cg_launch_need *n, CUcontext ctx)
 {
 	if (n->bound == CG_BOUND_NEVER)
@@ -388,10 +393,15 @@ void cg_layout_accept(const struct cg_launch_need *n, CUcontext ctx)
 	struct cg_layout_seen *e = seen_claim(n->layout, ctx, &claimed);
 	if (!e)
 		return;
-	grow(&e->open, n->open, merge_open);
-	grow(&e->grid, (uint64_t)n->grid[0] << 32 | (uint64_t)n->grid[1] << 16 | n->grid[2], merge_grid);
-	if (n->bound)
-		grow(&e->bound, n->bound, merge_bound);
+	pthread_mutex_lock(&limits_lock);
+	if (atomic_load_explicit(&cg_layout_limits, memory_order_relaxed) == n->limits) {
+		grow(&e->open, n->open, merge_open);
+		grow(&e->grid, (uint64_t)n->grid[0] << 32 | (uint64_t)n->grid[1] << 16 | n->grid[2],
+		     merge_grid);
+		if (n->bound)
+			grow(&e->bound, n->bound, merge_bound);
+	}
+	pthread_mutex_unlock(&limits_lock);
 }
 
 /* Lowers what `e` remembers to what a limit of `attr` at `value` still allows. */
@@ -446,17 +456,21 @@ void cg_layout_limit_set(const void *h, int attr, int value, bool changed)
 	 * set it before every clustered launch: forgetting their shapes would keep them eager). */
 	if (attr == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED && value == 1)
 		return;
-	/* A repeat (cuBLASLt sets an attribute before most launches) costs a lock-free lookup. */
+	/* A repeat (cuBLASLt sets an attribute before most launches) costs a lock-free lookup and
+	 * an uncontended lock. */
 	struct table *t = atomic_load_explicit(&current, memory_order_acquire);
 	const struct cg_layout *own = t ? lookup(t, (CUfunction)h) : NULL;
+	pthread_mutex_lock(&limits_lock);
+	atomic_fetch_add_explicit(&cg_layout_limits, 1, memory_order_release);
 	if (own && own != &unknown_layout && own != &cg_layout_no_memory)
 		clamp_layout(own, attr, value);
-	if (!changed)
-		return;
-	pthread_mutex_lock(&lock);
-	for (const struct cg_layout *l = all_layouts; l; l = l->next_all)
-		clamp_layout(l, attr, value);
-	pthread_mutex_unlock(&lock);
+	if (changed) {
+		pthread_mutex_lock(&lock);
+		for (const struct cg_layout *l = all_layouts; l; l = l->next_all)
+			clamp_layout(l, attr, value);
+		pthread_mutex_unlock(&lock);
+	}
+	pthread_mutex_unlock(&limits_lock);
 }
 
 void cg_layout_forget_ctx(CUcontext ctx)

@@ -20,7 +20,13 @@ struct cg_launch_need {
 	uint64_t open;                  /* as cg_layout_seen.open */
 	uint32_t grid[3];
 	uint64_t bound;                 /* 0: neither clustered nor cooperative */
+	uint64_t limits;                /* cg_layout_limits before the launch reached the driver */
 };
+/* Bumped by every attribute set that may lower a limit (cg_layout_limit_set): a launch accepted
+ * under the old limit, recorded after the new one was set, would prove shapes it no longer
+ * allows, so a launch records its shape only if no such set came between its start and its
+ * record. */
+extern _Atomic uint64_t cg_layout_limits;
 /* A bound shape packed so that one shape covers another when each field is at least as large
  * (fewer threads, less shared memory, a smaller cluster or grid is resident wherever the larger
  * one was): threads, shared memory, cluster blocks, cooperative grid blocks (0 if not). */

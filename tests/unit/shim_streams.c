@@ -284,6 +284,30 @@ static void test_destroyed_context_forgets_its_functions(void **state)
 	assert_non_null(cg_layout_of(chain));
 }
 
+/* Another thread lowers a function's shared-memory limit while a launch above the new limit is
+ * on its way (accepted by the driver under the old one): its record, which comes after the set,
+ * must not prove that shape. A launch started after the set is recorded as usual. */
+static void test_limit_lowered_during_a_launch(void **state)
+{
+	const int smem = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+	CUcontext ctx = NULL;
+	assert_int_equal(CG_REAL(cuCtxGetCurrent)(&ctx), CUDA_SUCCESS);
+	assert_int_equal(cuFuncSetAttribute(grid_sum, smem, 64 << 10), CUDA_SUCCESS);
+	const struct cg_layout *l = cg_layout_of(grid_sum);
+	assert_non_null(l);
+	struct cg_launch_need n = { .layout = l, .open = 64ull << 32 | (50u << 10), .grid = { 1, 1, 1 },
+	                            .limits = atomic_load(&cg_layout_limits) };
+	assert_false(cg_launch_proven(&n, ctx));
+	assert_int_equal(cuFuncSetAttribute(grid_sum, smem, 0), CUDA_SUCCESS);
+	cg_launch_accepted(&n, ctx);
+	assert_false(cg_launch_proven(&n, ctx));
+	struct cg_launch_need m = n;
+	m.open = 64ull << 32 | (40u << 10);
+	m.limits = atomic_load(&cg_layout_limits);
+	cg_launch_accepted(&m, ctx);
+	assert_true(cg_launch_proven(&m, ctx));
+}
+
 /* Memsets whose destination moves every iteration: captured as memset nodes and patched there
  * (cuda_backend.c's patch_memop). */
 static void test_replayed_memsets_follow_their_buffers(void **state)
@@ -398,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_replayed_memsets_follow_their_buffers),
 		cmocka_unit_test(test_unproven_shapes_pass_the_engine),
 		cmocka_unit_test(test_preferred_cluster_must_divide_the_grid),
+		cmocka_unit_test(test_limit_lowered_during_a_launch),
 		cmocka_unit_test(test_destroyed_context_forgets_its_functions),
 		cmocka_unit_test(test_legacy_launch_submits_blocking_streams_first),
 		cmocka_unit_test(test_per_thread_stream_flushed_by_another_thread),
