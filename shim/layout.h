@@ -21,6 +21,7 @@ struct cg_launch_need {
 	uint32_t grid[3];
 	uint64_t bound;                 /* 0: neither clustered nor cooperative */
 	uint64_t limits;                /* cg_layout_limits before the launch reached the driver */
+	bool proven;                    /* cg_launch_deferrable found the shape proven */
 };
 /* Bumped by every attribute set that may lower a limit (cg_layout_limit_set): a launch accepted
  * under the old limit, recorded after the new one was set, would prove shapes it no longer
@@ -86,19 +87,19 @@ bool cg_layout_first(const struct cg_layout *l, CUcontext ctx);
  * seen its signature on a stream of this context, and it defers only an op that matches a learned
  * one, signature bytes and all: it passes it, to run eagerly and prove its shape, without the
  * boundary an unproven shape makes. */
-static inline bool cg_launch_deferrable(const struct cg_launch_need *n, CUcontext ctx)
+static inline bool cg_launch_deferrable(struct cg_launch_need *n, CUcontext ctx)
 {
 	if (!cg_layout_seen_in(n->layout, ctx))
 		return cg_layout_first(n->layout, ctx);
-	return cg_launch_proven(n, ctx);
+	return n->proven = cg_launch_proven(n, ctx);
 }
 
 void cg_layout_accept(const struct cg_launch_need *n, CUcontext ctx);
 /* The driver accepted the launch eagerly (forwarded, CUDA_SUCCESS): remembered when larger than
- * what was (rarely; otherwise a load and a compare). */
+ * what was (rarely; otherwise a load and a compare, none where cg_launch_deferrable proved it). */
 static inline void cg_launch_accepted(const struct cg_launch_need *n, CUcontext ctx)
 {
-	if (n->layout && ctx && !cg_launch_proven(n, ctx))
+	if (n->layout && ctx && !n->proven && !cg_launch_proven(n, ctx))
 		cg_layout_accept(n, ctx);
 }
 /* cuFuncSetAttribute / cuKernelSetAttribute of `attr` to `value` on handle h, about to reach the
