@@ -84,7 +84,6 @@ static const void *libcuda_base;
  * published (release) only once the shim is built: a thread that sees it (acquire) sees the
  * engine, options, report and flusher; threads arriving meanwhile wait on start_cond. */
 atomic_int cg_driver_state; /* driver.h */
-#define init_state cg_driver_state
 static _Thread_local bool in_init; /* this thread is starting: its own driver calls pass through */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
@@ -119,10 +118,10 @@ static void driver_load(void)
 
 void cg_driver_init_slow(void)
 {
-	if (atomic_load_explicit(&init_state, memory_order_acquire) >= 2 || in_init)
+	if (atomic_load_explicit(&cg_driver_state, memory_order_acquire) >= 2 || in_init)
 		return;
 	int expected = 0;
-	if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
+	if (atomic_compare_exchange_strong(&cg_driver_state, &expected, 1)) {
 		in_init = true;
 		driver_load();
 		if (libcuda && !load_only)
@@ -130,14 +129,14 @@ void cg_driver_init_slow(void)
 				(*hook)();
 		in_init = false;
 		pthread_mutex_lock(&start_lock);
-		atomic_store_explicit(&init_state, libcuda ? 2 : 3, memory_order_release);
+		atomic_store_explicit(&cg_driver_state, libcuda ? 2 : 3, memory_order_release);
 		pthread_cond_broadcast(&start_cond);
 		pthread_mutex_unlock(&start_lock);
 		return;
 	}
 	/* Not a spin: start-up may take a while (CUPTI for the audit, a slow file system). */
 	pthread_mutex_lock(&start_lock);
-	while (atomic_load_explicit(&init_state, memory_order_acquire) == 1)
+	while (atomic_load_explicit(&cg_driver_state, memory_order_acquire) == 1)
 		pthread_cond_wait(&start_cond, &start_lock);
 	pthread_mutex_unlock(&start_lock);
 }
@@ -149,10 +148,10 @@ bool cg_driver_after_fork(void)
 	start_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	start_cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
 	map_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	int state = atomic_load(&init_state);
+	int state = atomic_load(&cg_driver_state);
 	if (state == 1) {
 		load_only = true;
-		atomic_store(&init_state, 0);
+		atomic_store(&cg_driver_state, 0);
 	}
 	return state != 0;
 }
