@@ -1,5 +1,6 @@
-/* Parameter layouts per function handle (sig.h): asked of the driver once per kernel, then
- * found by a lock-free lookup on every launch. */
+/* Parameter layouts per function handle (layout.h): asked of the driver once per kernel, then
+ * found by a lock-free lookup on every launch; and the launch shapes each function was accepted
+ * with, per context, which prove a launch before it is deferred. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
