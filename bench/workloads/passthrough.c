@@ -3,7 +3,8 @@
  * a program polls or records events), timed by the thread's CPU clock, which the machine's other
  * load does not inflate the way wall time is. Prints `<call>_ns <ns per call>` per call, then
  * `iter_us` (the mean over all calls, for bench/sweep). Run it with and without the shim.
- * usage: passthrough [--calls N] */
+ * `--only CALL` makes that call alone (bench/passcost counts its instructions).
+ * usage: passthrough [--calls N] [--only CALL] */
 #include "hand_graph.h"
 
 #include <stdio.h>
@@ -23,10 +24,15 @@ static double thread_ns(void)
 int main(int argc, char **argv)
 {
     int calls = 200000;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--calls") && i + 1 < argc && (calls = atoi(argv[++i])) > 0)
             continue;
-        fprintf(stderr, "usage: %s [--calls N]\n", argv[0]);
+        if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = argv[++i];
+            continue;
+        }
+        fprintf(stderr, "usage: %s [--calls N] [--only CALL]\n", argv[0]);
         return 2;
     }
     CUmodule mod = hg_open(mb_kernels_ptx);
@@ -59,6 +65,8 @@ int main(int argc, char **argv)
     int kinds = 0;
 #define TIME(name, call)                                                                      \
     do {                                                                                      \
+        if (only && strcmp(only, name))                                                       \
+            break;                                                                            \
         double t0 = thread_ns();                                                              \
         for (int i = 0; i < calls; i++)                                                       \
             (void)(call);                                                                     \
@@ -77,6 +85,7 @@ int main(int argc, char **argv)
     calls = calls / 10 > 0 ? calls / 10 : 1;
     TIME("cuGraphLaunch", cuGraphLaunch(exec, s));
     HG_CHECK(cuStreamSynchronize(s));
-    printf("iter_us %.4f\n", total / kinds / 1e3);
+    if (kinds)
+        printf("iter_us %.4f\n", total / kinds / 1e3);
     return 0;
 }
