@@ -201,17 +201,19 @@ static struct cg_sstate *stream_find(CUstream h, enum kind k, CUstream key,
 /* --- pending bookkeeping ------------------------------------------------------------------- */
 void cg_stream_sync_pending(struct cg_sstate *s)
 {
-	/* One writer (the lock holder): stored, and counted, only when it changes. */
-	bool settled = !s->eng || cg_stream_settled(s->eng);
-	if (settled != atomic_load_explicit(&s->settled, memory_order_relaxed)) {
-		atomic_store_explicit(&s->settled, settled, memory_order_release);
-		atomic_fetch_add(&unsettled, settled ? -1 : 1);
-	}
 	bool p = s->eng && cg_stream_pending(s->eng);
 	if (s->per_thread && !cg_ptds_settle(s, p)) {
 		cg_flush(s->eng, CG_R_PER_THREAD); /* nobody else could submit it: now */
 		p = cg_stream_pending(s->eng);
 		cg_ptds_settle(s, p);
+	}
+	/* One writer (the lock holder): stored, and counted, only when it changes. After the
+	 * per-thread stream's hand-back was counted (cg_ptds_settle): another thread's boundary
+	 * must not find the stream settled and no hand-back outstanding in between. */
+	bool settled = !s->eng || cg_stream_settled(s->eng);
+	if (settled != atomic_load_explicit(&s->settled, memory_order_relaxed)) {
+		atomic_store_explicit(&s->settled, settled, memory_order_release);
+		atomic_fetch_add(&unsettled, settled ? -1 : 1);
 	}
 	if (p == atomic_load_explicit(&s->pending, memory_order_relaxed))
 		return;
