@@ -10,13 +10,27 @@
 #define CG_SCOPE_PTSZ(h, why) cg_boundary_stream((CUstream)(h), true, why)
 #define CG_SCOPE_ALL(h, why) cg_boundary_all(why)
 
+/* A boundary ordered on one stream, other than a wait the deferral controller times (syncs and
+ * copies: cg_engine_note_wait), changes nothing while the process is settled (cg_unsettled,
+ * shim.h: no stream has work deferred, ops since its last boundary or a launched chunk to mark,
+ * no hand-back is outstanding, the shim is started and neither disabled, auditing nor
+ * profiling): such a call is counted (CG_COUNT_FORWARD: the report adds it to its entry point
+ * and its kind of boundary) and forwarded, one load and a tail call, where the full path would
+ * count it, find it settled and return. cg_tl_api is left as it was: nothing reads it before the
+ * thread's next call into the shim, which sets its own. Not a call the shim makes itself or NCCL
+ * makes inside a collective (cg_tl_internal): those are forwarded uncounted, as by the full
+ * path; nor a thread's first (it has no counters yet: the full path gives it some). */
+#define CG_FORWARDS_STREAM(reason) (CG_R_##reason != CG_R_SYNC && CG_R_##reason != CG_R_HOST_COPY)
+#define CG_FORWARDS_PTSZ(reason) CG_FORWARDS_STREAM(reason)
+#define CG_FORWARDS_ALL(reason) 0 /* every stream's chunk is cut: the full path, always */
+
 #define CG_PURE(n)
 #define CG_HOOK(n, ...)
 #define CG_BOUNDARY(n, proto, params, args, scope, stream, reason)                             \
 	_Static_assert(__builtin_types_compatible_p(__typeof__(&proto), CUresult(*) params),   \
 	               #n " does not match the cuda.h prototype of " #proto);                   \
-	CUresult n params;                                                                      \
-	CG_EXPORT CUresult n params                                                             \
+	/* The full path, a function of its own: the forwarded path saves no registers. */      \
+	__attribute__((noinline)) static CUresult full_##n params                               \
 	{                                                                                       \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		if (!cg_shim_passthrough()) {                                                   \
@@ -34,6 +48,18 @@
 		CUresult r_ = ((__typeof__(&proto))cg_real[CG_E_##n]) args;                     \
 		cg_tl_forwarding--;                                                             \
 		return r_;                                                                      \
+	}                                                                                       \
+	CUresult n params;                                                                      \
+	CG_EXPORT CUresult n params                                                             \
+	{                                                                                       \
+		struct cg_counts *c_ = cg_tl_counts; /* none yet: the full path takes one */     \
+		if (CG_FORWARDS_##scope(reason) &&                                              \
+		    __builtin_expect(atomic_load_explicit(&cg_unsettled, memory_order_acquire) == 0, 1) && \
+		    cg_tl_internal == 0 && c_ && cg_real[CG_E_##n]) {                             \
+			cg_count_in(c_, CG_COUNT_FORWARD + CG_E_##n);                           \
+			return ((__typeof__(&proto))cg_real[CG_E_##n]) args;                    \
+		}                                                                               \
+		return full_##n args;                                                           \
 	}
 #include "cuda.def"
 #undef CG_BOUNDARY

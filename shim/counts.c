@@ -76,3 +76,29 @@ uint64_t cg_count_total(unsigned i)
 		sum += atomic_load_explicit(&c->n[i], memory_order_relaxed);
 	return sum;
 }
+
+/* The kind of boundary each boundary entry point makes (cuda.def). */
+static const unsigned char boundary_kind[CG_E_COUNT] = {
+#define CG_PURE(n)
+#define CG_HOOK(n, ...)
+#define CG_BOUNDARY(n, proto, params, args, scope, stream, reason) [CG_E_##n] = CG_R_##reason,
+#include "cuda.def"
+#undef CG_BOUNDARY
+#undef CG_HOOK
+#undef CG_PURE
+};
+_Static_assert(CG_R_COUNT <= 256, "boundary_kind holds a reason in a byte");
+
+uint64_t cg_count_entry(enum cg_entry e)
+{
+	return cg_count_total(CG_COUNT_ENTRY + e) + cg_count_total(CG_COUNT_FORWARD + e);
+}
+
+uint64_t cg_count_boundaries(enum cg_reason r)
+{
+	uint64_t n = cg_count_total(CG_COUNT_BOUNDARY + r);
+	for (unsigned e = 0; e < CG_E_COUNT; e++)
+		if (boundary_kind[e] == r && r != CG_R_NONE)
+			n += cg_count_total(CG_COUNT_FORWARD + e);
+	return n;
+}

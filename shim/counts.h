@@ -18,7 +18,10 @@ enum {
 	CG_COUNT_ENTRY = 0,                           /* + CG_E_*: calls of the entry point */
 	CG_COUNT_BOUNDARY = CG_E_COUNT,               /* + reason: boundaries of that kind */
 	CG_COUNT_BYPASS = CG_E_COUNT + CG_R_COUNT,    /* + reason: ops that bypassed the engine */
-	CG_COUNT_N = CG_E_COUNT + 2 * CG_R_COUNT,
+	/* + CG_E_*: boundary calls forwarded while the process was settled (boundary.c), each
+	 * one call of its entry point and one boundary of its kind, counted once here */
+	CG_COUNT_FORWARD = CG_E_COUNT + 2 * CG_R_COUNT,
+	CG_COUNT_N = 2 * CG_E_COUNT + 2 * CG_R_COUNT,
 };
 
 struct cg_counts {
@@ -31,6 +34,15 @@ extern _Thread_local struct cg_counts *cg_tl_counts;
 /* A thread without a block yet, or past its exit: takes a block, or counts in a shared one. */
 void cg_count_slow(unsigned i);
 
+/* Counts in this thread's block c (cg_tl_counts, not NULL). */
+static inline void cg_count_in(struct cg_counts *c, unsigned i)
+{
+	/* The only writer: no locked instruction. Relaxed atomics so that the reader's sum is
+	 * well defined. */
+	atomic_store_explicit(&c->n[i], atomic_load_explicit(&c->n[i], memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
+}
+
 static inline void cg_count(unsigned i)
 {
 	struct cg_counts *c = cg_tl_counts;
@@ -38,13 +50,14 @@ static inline void cg_count(unsigned i)
 		cg_count_slow(i);
 		return;
 	}
-	/* The only writer: no locked instruction. Relaxed atomics so that the reader's sum is
-	 * well defined. */
-	atomic_store_explicit(&c->n[i], atomic_load_explicit(&c->n[i], memory_order_relaxed) + 1,
-	                      memory_order_relaxed);
+	cg_count_in(c, i);
 }
 
 /* Counter i summed over every thread (a moment's reading: exact once the threads are quiet). */
 uint64_t cg_count_total(unsigned i);
+/* What the report says: calls of entry point e, and boundaries of kind r, forwarded ones
+ * included. */
+uint64_t cg_count_entry(enum cg_entry e);
+uint64_t cg_count_boundaries(enum cg_reason r);
 
 #endif

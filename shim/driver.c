@@ -132,6 +132,10 @@ void cg_driver_init_slow(void)
 		atomic_store_explicit(&cg_driver_state, libcuda ? 2 : 3, memory_order_release);
 		pthread_cond_broadcast(&start_cond);
 		pthread_mutex_unlock(&start_lock);
+		/* Ready (released with the entry table and whatever start-up built). A fork() child
+		 * that only loads the driver is disabled: it stays unsettled. */
+		if (libcuda && !load_only)
+			atomic_fetch_and(&cg_unsettled, ~(unsigned)CG_UNSETTLED_STARTING);
 		return;
 	}
 	/* Not a spin: start-up may take a while (CUPTI for the audit, a slow file system). */

@@ -61,6 +61,7 @@ void cg_floor_start(void)
 		cg_log(CG_LOG_INFO, "CUGRAFT_PROFILE: no GPU busy time: %s", activity_why);
 	started = now();
 	atomic_store_explicit(&cg_floor_timing, true, memory_order_release);  /* ring, now */
+	atomic_fetch_or(&cg_unsettled, CG_UNSETTLED_PROFILE);  /* every boundary is a token */
 }
 
 void cg_floor_token(enum cg_reason why)

@@ -143,7 +143,7 @@ static void fork_child(void)
 	if (!cg_driver_after_fork())
 		return;
 	forked_child = true;
-	atomic_store(&cg_shim.disabled, true);
+	cg_shim_disable();
 	atomic_store(&cg_shim.exiting, true);
 	atomic_store(&cg_shim.driver_gone, true);
 }
@@ -157,7 +157,7 @@ __attribute__((constructor)) static void early(void)
 	const char *d = getenv("CUGRAFT_DISABLE");
 	bool off = false;
 	if (d && cg_parse_bool(d, &off) == 0 && off)
-		atomic_store(&cg_shim.disabled, true);
+		cg_shim_disable();
 	pthread_atfork(NULL, NULL, fork_child);
 }
 
@@ -170,7 +170,7 @@ void cg_shim_start(void)
 {
 	cg_options_init();
 	if (cg_opt_bool(CG_OPT_DISABLE)) {
-		atomic_store(&cg_shim.disabled, true);
+		cg_shim_disable();
 		return;
 	}
 	cg_shim.max_defer_us = (uint32_t)cg_opt_int(CG_OPT_MAX_DEFER_US);
@@ -194,6 +194,7 @@ void cg_shim_start(void)
 	cg_summary_catch_fatal();
 	if (cg_opt_bool(CG_OPT_AUDIT)) {
 		cg_shim.auditing = true;  /* before CUPTI can see a forwarded call */
+		atomic_fetch_or(&cg_unsettled, CG_UNSETTLED_AUDIT);
 		cg_audit_start();
 	}
 	if (cg_opt_bool(CG_OPT_PROFILE))  /* before atexit: CUPTI's exit work runs after ours */

@@ -10,6 +10,13 @@
 
 atomic_int cg_ptds_outstanding;
 
+/* A redirect made (+1) or caught up with (-1): counted here and in cg_unsettled (shim.h). */
+static void outstanding(int d)
+{
+	atomic_fetch_add(&cg_ptds_outstanding, d);
+	atomic_fetch_add(&cg_unsettled, (unsigned)d);
+}
+
 bool cg_ptds_open(struct cg_sstate *s)
 {
 	struct cg_ptds *p = &s->ptds;
@@ -36,7 +43,7 @@ void cg_ptds_close(struct cg_sstate *s)
 {
 	struct cg_ptds *p = &s->ptds;
 	if (p->redirected)
-		atomic_fetch_sub(&cg_ptds_outstanding, 1);
+		outstanding(-1);
 	if (!atomic_load(&cg_shim.driver_gone)) {
 		int in = cg_backend_enter(s->ctx);
 		if (in != CG_CTX_FAILED) { /* work still queued on the proxy completes regardless */
@@ -70,7 +77,7 @@ void cg_ptds_catch_up(struct cg_sstate *s)
 	}
 	cg_backend_leave(in);
 	p->redirected = false;
-	atomic_fetch_sub(&cg_ptds_outstanding, 1);
+	outstanding(-1);
 }
 
 CUstream cg_ptds_target(struct cg_sstate *s)
@@ -107,7 +114,7 @@ bool cg_ptds_settle(struct cg_sstate *s, bool pending)
 		           : CG_REAL(cuEventRecord)(p->handback, p->proxy);
 		if (r == CUDA_SUCCESS && !p->redirected) {
 			p->redirected = true;
-			atomic_fetch_add(&cg_ptds_outstanding, 1);
+			outstanding(1);
 		} else if (r != CUDA_SUCCESS && in != CG_CTX_FAILED) {
 			static int once;
 			cg_note_once(&once, "per-thread default streams: cuEventRecord failed on a proxy "

@@ -3,6 +3,9 @@
 #include "shim.h"
 
 struct cg_shim cg_shim;
+/* Not settled until start-up is done (driver.c). Read by every forwarded boundary: aligned to
+ * start a cache line, apart from cg_shim's fields (the flusher writes some). */
+_Alignas(64) atomic_uint cg_unsettled = CG_UNSETTLED_STARTING;
 _Thread_local int cg_tl_internal;
 _Thread_local const char *cg_tl_api;
 _Thread_local int cg_tl_forwarding;

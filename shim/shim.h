@@ -39,9 +39,32 @@ extern _Thread_local int cg_tl_deny_armed;
  * exited would take over the dead thread's per-thread stream record and its pending work). */
 uint64_t cg_thread_uid(void);
 
+/* What keeps the process from being settled, the one word a forwarded boundary reads
+ * (boundary.c): while it is zero, such a call would change nothing anywhere, so it is counted
+ * and forwarded, no stream looked up, no lock taken. The low bits count program streams not
+ * settled (stream.c: work deferred, ops since their last boundary, or a launched chunk a wait
+ * has yet to mark) and per-thread streams' hand-backs their threads have yet to catch up with
+ * (ptds.h); the high bits are states in which every boundary takes the full path. A count
+ * that settles is decremented only after what it leaves unsettled was counted, so the word
+ * never reads zero in between. */
+enum {
+	CG_UNSETTLED_STARTING = 1 << 27, /* the shim is not ready (start-up, or no driver) */
+	CG_UNSETTLED_DISABLED = 1 << 28, /* disabled, or a fork() child: plain forwarding */
+	CG_UNSETTLED_AUDIT = 1 << 29,    /* forwarded calls mark themselves (cg_tl_forwarding) */
+	CG_UNSETTLED_PROFILE = 1 << 30,  /* boundaries are tokens of the profile (floor.h) */
+	CG_UNSETTLED_COUNTS = (1 << 27) - 1,
+};
+extern atomic_uint cg_unsettled;
+
 static inline bool cg_shim_disabled(void)
 {
 	return atomic_load_explicit(&cg_shim.disabled, memory_order_relaxed);
+}
+
+static inline void cg_shim_disable(void)
+{
+	atomic_store(&cg_shim.disabled, true);
+	atomic_fetch_or(&cg_unsettled, CG_UNSETTLED_DISABLED);
 }
 
 /* True when a program call must go straight to the driver with nothing else done. */

@@ -25,10 +25,17 @@ static _Atomic uint64_t next_id = 1;
 
 /* How many streams hold deferred work: all, the legacy ones, and blocking non-legacy ones. */
 static atomic_int any_pending, legacy_pending, blocking_pending;
-/* Live records whose `settled` is false: while none is, a boundary changes nothing anywhere
- * (no stream has work deferred or a chunk still to be marked by a wait), and the pass-through
- * calls skip the stream lookup. It changes at most twice per stream between two boundaries. */
-static atomic_int unsettled;
+/* Live records whose `settled` is false are counted in cg_unsettled (shim.h): while none is,
+ * a boundary changes nothing anywhere (no stream has work deferred or a chunk still to be
+ * marked by a wait), and forwarded boundaries skip the stream lookup. It changes at most twice
+ * per stream between two boundaries. */
+static void unsettle(bool more)
+{
+	if (more)
+		atomic_fetch_add(&cg_unsettled, 1);
+	else
+		atomic_fetch_sub(&cg_unsettled, 1);
+}
 
 bool cg_any_pending(void)
 {
@@ -110,7 +117,7 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 	/* A new record is not settled until its first boundary (nor counted before now: a
 	 * recycled one was settled by retire, a new one is zeroed). */
 	atomic_store(&s->settled, false);
-	atomic_fetch_add(&unsettled, 1);
+	unsettle(true);
 	s->handle = k == LEGACY ? CU_STREAM_LEGACY : k == PER_THREAD ? CU_STREAM_PER_THREAD : h;
 	s->ctx = ctx;
 	cg_events_device(ctx); /* the summary names the devices used */
@@ -208,12 +215,12 @@ void cg_stream_sync_pending(struct cg_sstate *s)
 		cg_ptds_settle(s, p);
 	}
 	/* One writer (the lock holder): stored, and counted, only when it changes. After the
-	 * per-thread stream's hand-back was counted (cg_ptds_settle): another thread's boundary
-	 * must not find the stream settled and no hand-back outstanding in between. */
+	 * per-thread stream's hand-back was counted (cg_ptds_settle): another thread's forwarded
+	 * boundary must not find the process settled in between. */
 	bool settled = !s->eng || cg_stream_settled(s->eng);
 	if (settled != atomic_load_explicit(&s->settled, memory_order_relaxed)) {
 		atomic_store_explicit(&s->settled, settled, memory_order_release);
-		atomic_fetch_add(&unsettled, settled ? -1 : 1);
+		unsettle(!settled);
 	}
 	if (p == atomic_load_explicit(&s->pending, memory_order_relaxed))
 		return;
@@ -291,11 +298,11 @@ void cg_stream_order(struct cg_sstate *s)
 void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 {
 	cg_events_boundary(why);
-	/* Every stream settled, no per-thread stream's work outstanding: nothing to flush, order
-	 * or cut anywhere, so no stream to look up (the pass-through path of event records and
-	 * queries, stream queries and the program's own graph launches). */
-	if (atomic_load_explicit(&unsettled, memory_order_acquire) == 0 &&
-	    atomic_load_explicit(&cg_ptds_outstanding, memory_order_acquire) == 0) {
+	/* Every stream settled, no per-thread stream's work outstanding (the counts of
+	 * cg_unsettled; its states do not matter here): nothing to flush, order or cut anywhere,
+	 * so no stream to look up. Forwarded boundaries that find the whole word zero do not even
+	 * come here (boundary.c); syncs and copies, which the controller times, do. */
+	if ((atomic_load_explicit(&cg_unsettled, memory_order_acquire) & CG_UNSETTLED_COUNTS) == 0) {
 		if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && cg_shim.engine)
 			cg_engine_note_wait(cg_shim.engine);
 		return;

@@ -137,7 +137,7 @@ void cg_summary_write(void)
 	uint64_t launches = 0;
 	for (int e = 0; e < CG_E_COUNT; e++)
 		if (strncmp(cg_entry_name[e], "cuLaunchKernel", 14) == 0)
-			launches += cg_count_total(CG_COUNT_ENTRY + e);
+			launches += cg_count_entry((enum cg_entry)e);
 	cg_json_uint(&j, "launches", launches);
 	/* The engine's counters and their ratios (policy/stats.def). */
 #define CG_STAT(field, key, doc) if (key) cg_json_uint(&j, key, st.field);
@@ -161,13 +161,13 @@ void cg_summary_write(void)
 	cg_json_obj_end(&j);
 	cg_json_obj(&j, "boundaries");
 	for (int r = 1; r < CG_R_COUNT; r++)
-		if (cg_count_total(CG_COUNT_BOUNDARY + r))
-			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), cg_count_total(CG_COUNT_BOUNDARY + r));
+		if (cg_count_boundaries((enum cg_reason)r))
+			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), cg_count_boundaries((enum cg_reason)r));
 	cg_json_obj_end(&j);
 	cg_json_obj(&j, "entry_points");
 	for (int e = 0; e < CG_E_COUNT; e++)
-		if (cg_count_total(CG_COUNT_ENTRY + e))
-			cg_json_uint(&j, cg_entry_name[e], cg_count_total(CG_COUNT_ENTRY + e));
+		if (cg_count_entry((enum cg_entry)e))
+			cg_json_uint(&j, cg_entry_name[e], cg_count_entry((enum cg_entry)e));
 	cg_json_obj_end(&j);
 #ifdef CG_HAVE_NCCL
 	cg_nccl_json(&j);
