@@ -497,6 +497,25 @@ conf-events|conf-hostfunc|conf-uploads|conf-shapes|conf-legacy) # one hazard eac
       fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
   esac
   ;;
+boundary-counts) # the report counts every boundary call the program made, those forwarded
+  # while every stream was settled (boundary.c) as those that took the full path: per entry
+  # point and per kind, equal to the calls the fake saw without the shim (conf_events records
+  # events on settled and on unsettled streams; threads does from 8 threads)
+  for p in conf_events threads; do
+    eager e "$progs/$p"
+    shim s "$progs/$p"
+    same_result e s
+    for ep in cuEventRecord cuStreamWaitEvent cuStreamSynchronize; do
+      want=$(stat "api.$ep" "$tmp/e.stats")
+      [ "$(summary "$tmp/s.jsonl" "entry_points.$ep")" = "${want:-0}" ] ||
+        fail "$p: $ep counted $(summary "$tmp/s.jsonl" "entry_points.$ep"), the program made ${want:-0}"
+    done
+    rec=$(stat api.cuEventRecord "$tmp/e.stats") wait=$(stat api.cuStreamWaitEvent "$tmp/e.stats")
+    want=$(( ${rec:-0} + ${wait:-0} ))
+    [ "$(summary "$tmp/s.jsonl" boundaries.event)" = "$want" ] ||
+      fail "$p: $(summary "$tmp/s.jsonl" boundaries.event) event boundaries counted, the program made $want"
+  done
+  ;;
 conf-grow|conf-grow-block|conf-grow-cluster) # launch shapes that change every iteration (a
   # decoding loop's growing grid; block and shared memory; clusters) are patched into the graphs:
   # replayed after warmup, every launch run with its own shape (same_work), no divergence

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "shim/counts.h"
 #include "shim/cuda_backend.h"
 #include "shim/driver.h"
 #include "shim/layout.h"
@@ -414,6 +415,125 @@ static void test_per_thread_stream_flushed_by_another_thread(void **state)
 	assert_int_equal(*host, expected);
 }
 
+static uint64_t forwarded(enum cg_entry e)
+{
+	return cg_count_total(CG_COUNT_FORWARD + e);
+}
+
+static uint64_t engine_boundaries(void)
+{
+	struct cg_stats st;
+	cg_engine_stats(cg_shim.engine, &st);
+	return st.boundaries;
+}
+
+static CUevent new_event(void)
+{
+	CUevent ev = NULL;
+	assert_int_equal(CG_REAL(cuEventCreate)(&ev, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+	return ev;
+}
+
+/* A forwarded boundary (event record, stream query, graph launch) takes the short path only
+ * while every stream is settled: with ops on any stream since its last boundary, it goes the
+ * full way, and a boundary on that stream reaches the engine, which cuts the chunk there. The
+ * report counts both paths' calls alike. */
+static void test_forwarded_boundaries_skip_the_shim_only_while_settled(void **state)
+{
+	CUstream a = new_stream(CU_STREAM_NON_BLOCKING), b = new_stream(CU_STREAM_NON_BLOCKING);
+	CUevent ev = new_event();
+	CUdeviceptr acc = alloc(sizeof(unsigned long long));
+	/* every stream record has its first boundary: all settled */
+	assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
+	assert_int_equal(atomic_load(&cg_unsettled), 0);
+	uint64_t rec = forwarded(CG_E_cuEventRecord), query = forwarded(CG_E_cuStreamQuery);
+	uint64_t calls = cg_count_entry(CG_E_cuEventRecord), events = cg_count_boundaries(CG_R_EVENT);
+	assert_int_equal(cuEventRecord(ev, a), CUDA_SUCCESS);
+	assert_int_equal(cuStreamQuery(a), CUDA_SUCCESS);
+	assert_int_equal(forwarded(CG_E_cuEventRecord), rec + 1);
+	assert_int_equal(forwarded(CG_E_cuStreamQuery), query + 1);
+
+	/* b is learning: an op since its last boundary */
+	chain_on(b, false, acc, 1, 0);
+	assert_int_not_equal(atomic_load(&cg_unsettled), 0);
+	assert_int_equal(cuEventRecord(ev, a), CUDA_SUCCESS);  /* another stream: full path */
+	assert_int_equal(forwarded(CG_E_cuEventRecord), rec + 1);
+	uint64_t cuts = engine_boundaries();
+	assert_int_equal(cuEventRecord(ev, b), CUDA_SUCCESS);  /* b's own: the engine cuts */
+	assert_int_equal(engine_boundaries(), cuts + 1);
+	assert_int_equal(forwarded(CG_E_cuEventRecord), rec + 1);
+	/* settled again: the next one is forwarded */
+	assert_int_equal(atomic_load(&cg_unsettled), 0);
+	assert_int_equal(cuEventRecord(ev, b), CUDA_SUCCESS);
+	assert_int_equal(forwarded(CG_E_cuEventRecord), rec + 2);
+	assert_int_equal(engine_boundaries(), cuts + 1);
+
+	/* every call counted once, as its entry point and as an event boundary */
+	assert_int_equal(cg_count_entry(CG_E_cuEventRecord), calls + 4);
+	assert_int_equal(cg_count_boundaries(CG_R_EVENT), events + 4);
+	assert_int_equal(cuStreamSynchronize(b), CUDA_SUCCESS);
+	CG_REAL(cuEventDestroy_v2)(ev);
+	cg_stream_forget(a);
+	cg_stream_forget(b);
+}
+
+/* Work deferred on a blocking stream: an event recorded on it, or on the legacy stream (which
+ * waits for it), must come after that work, which goes out first; not forwarded past it. */
+static void test_event_record_submits_deferred_work_first(void **state)
+{
+	CUstream h = new_stream(CU_STREAM_DEFAULT);
+	struct cg_sstate *s = cg_stream_get(h, false);
+	assert_non_null(s);
+	CUevent ev = new_event();
+	CUdeviceptr acc = alloc(sizeof(unsigned long long));
+	volatile unsigned long long *host = (volatile unsigned long long *)(uintptr_t)acc;
+	for (int legacy = 0; legacy < 2; legacy++) {
+		unsigned long long expected = learn_then_defer_half(h, false, acc, 3);
+		assert_true(atomic_load(&s->pending));
+		assert_int_not_equal(*host, expected);  /* the fake has not run it yet */
+		uint64_t rec = forwarded(CG_E_cuEventRecord);
+		assert_int_equal(cuEventRecord(ev, legacy ? NULL : h), CUDA_SUCCESS);
+		assert_int_equal(forwarded(CG_E_cuEventRecord), rec);
+		assert_false(atomic_load(&s->pending));
+		assert_int_equal(*host, expected);
+		assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+	}
+	CG_REAL(cuEventDestroy_v2)(ev);
+	cg_stream_forget(h);
+}
+
+static void *sync_from_elsewhere(void *arg)
+{
+	CG_REAL(cuCtxSetCurrent)(ptds_ctx);
+	return (void *)(uintptr_t)cuCtxSynchronize();
+}
+
+/* Another thread's context-wide sync submitted this thread's per-thread stream's deferred work
+ * through its proxy and left the stream settled: an event recorded on the stream must still
+ * wait for the proxy's work (catch up), not be forwarded ahead of it. */
+static void test_forwarded_boundary_catches_up_with_another_threads_flush(void **state)
+{
+	assert_int_equal(CG_REAL(cuCtxGetCurrent)(&ptds_ctx), CUDA_SUCCESS);
+	struct cg_sstate *s = cg_stream_get(NULL, true);
+	assert_non_null(s);
+	assert_non_null(s->eng);
+	CUevent ev = new_event();
+	CUdeviceptr acc = alloc(sizeof(unsigned long long));
+	learn_then_defer_half(NULL, true, acc, 11);
+	assert_true(atomic_load(&s->pending));
+	pthread_t t;
+	void *r = NULL;
+	assert_int_equal(pthread_create(&t, NULL, sync_from_elsewhere, NULL), 0);
+	assert_int_equal(pthread_join(t, &r), 0);
+	assert_int_equal((uintptr_t)r, CUDA_SUCCESS);
+	assert_true(atomic_load(&s->settled));
+	assert_true(s->ptds.redirected);
+	assert_int_equal(cuEventRecord_ptsz(ev, NULL), CUDA_SUCCESS);
+	assert_false(s->ptds.redirected);
+	assert_int_equal(cuStreamSynchronize_ptsz(NULL), CUDA_SUCCESS);
+	CG_REAL(cuEventDestroy_v2)(ev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +546,9 @@ int main(void)
 		cmocka_unit_test(test_destroyed_context_forgets_its_functions),
 		cmocka_unit_test(test_legacy_launch_submits_blocking_streams_first),
 		cmocka_unit_test(test_per_thread_stream_flushed_by_another_thread),
+		cmocka_unit_test(test_forwarded_boundaries_skip_the_shim_only_while_settled),
+		cmocka_unit_test(test_event_record_submits_deferred_work_first),
+		cmocka_unit_test(test_forwarded_boundary_catches_up_with_another_threads_flush),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
