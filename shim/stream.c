@@ -206,22 +206,29 @@ static struct cg_sstate *stream_find(CUstream h, enum kind k, CUstream key,
 }
 
 /* --- pending bookkeeping ------------------------------------------------------------------- */
-void cg_stream_sync_pending(struct cg_sstate *s)
+/* A per-thread stream's redirect finished and its fence kept (ptds.h). */
+static void settle_per_thread(struct cg_sstate *s)
 {
 	bool p = s->eng && cg_stream_pending(s->eng);
-	if (s->per_thread && !cg_ptds_settle(s, p)) {
+	if (!cg_ptds_settle(s, p)) {
 		cg_flush(s->eng, CG_R_PER_THREAD); /* nobody else could submit it: now */
-		p = cg_stream_pending(s->eng);
-		cg_ptds_settle(s, p);
+		cg_ptds_settle(s, cg_stream_pending(s->eng));
 	}
-	/* One writer (the lock holder): stored, and counted, only when it changes. After the
-	 * per-thread stream's hand-back was counted (cg_ptds_settle): another thread's forwarded
-	 * boundary must not find the process settled in between. */
+}
+
+void cg_stream_sync_pending(struct cg_sstate *s)
+{
+	/* First: the stream's settling below must come after its hand-back is counted, or
+	 * another thread's forwarded boundary could find the process settled in between. */
+	if (s->per_thread)
+		settle_per_thread(s);
+	/* One writer (the lock holder): stored, and counted, only when it changes. */
 	bool settled = !s->eng || cg_stream_settled(s->eng);
 	if (settled != atomic_load_explicit(&s->settled, memory_order_relaxed)) {
 		atomic_store_explicit(&s->settled, settled, memory_order_release);
 		unsettle(!settled);
 	}
+	bool p = s->eng && cg_stream_pending(s->eng);
 	if (p == atomic_load_explicit(&s->pending, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&s->pending, p, memory_order_release);
