@@ -1051,6 +1051,13 @@ bool cg_stream_settled(const struct cg_stream *s)
 	return s->at_boundary && !s->deferring && !s->just_launched;
 }
 
+enum cg_calm cg_stream_calm(const struct cg_stream *s)
+{
+	if (!s->at_boundary || s->deferring)
+		return CG_BUSY;
+	return s->just_launched ? CG_QUIET : CG_SETTLED;
+}
+
 void cg_engine_note_wait(struct cg_engine *e)
 {
 	if (e->cfg.measure)

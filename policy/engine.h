@@ -72,6 +72,12 @@ bool cg_flush(struct cg_stream *s, enum cg_reason why);
  * boundary now would change nothing but a count, so the shim may skip the engine for it (the
  * waits of such boundaries still go to cg_engine_note_wait). Call with the lock held. */
 bool cg_stream_settled(const struct cg_stream *s);
+/* The same in one call, with the step between: QUIET is settled but for a chunk launched at the
+ * last boundary that the next wait (a sync, a copy to the host) is still to mark, so that a
+ * boundary that is not a wait would change nothing but counts; BUSY, a boundary would cut or
+ * submit something. Call with the lock held. */
+enum cg_calm { CG_BUSY, CG_QUIET, CG_SETTLED };
+enum cg_calm cg_stream_calm(const struct cg_stream *s);
 /* The host waited for the GPU (the controller's intervals end there); lock-free. */
 void cg_engine_note_wait(struct cg_engine *e);
 

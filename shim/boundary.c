@@ -10,11 +10,11 @@
 #define CG_SCOPE_PTSZ(h, why) cg_boundary_stream((CUstream)(h), true, why)
 #define CG_SCOPE_ALL(h, why) cg_boundary_all(why)
 
-/* A boundary ordered on one stream, other than a wait the deferral controller times (syncs and
- * copies: cg_engine_note_wait), changes nothing while the process is settled (cg_unsettled,
- * shim.h: no stream has work deferred, ops since its last boundary or a launched chunk to mark,
- * no hand-back is outstanding, the shim is started and neither disabled, auditing nor
- * profiling): such a call is counted (CG_COUNT_FORWARD: the report adds it to its entry point
+/* A boundary ordered on one stream, other than a wait (syncs and copies: the deferral
+ * controller times them, and they mark the chunk launched before them), changes nothing while
+ * the process is settled (cg_unsettled, shim.h: no stream has work deferred or ops since its last
+ * boundary, no hand-back is outstanding, no cost-gate sample in flight, the shim is started and
+ * neither disabled, auditing nor profiling): such a call is counted (CG_COUNT_FORWARD: the report adds it to its entry point
  * and its kind of boundary) and forwarded, one load and a tail call, where the full path would
  * count it, find it settled and return. cg_tl_api is left as it was: nothing reads it before the
  * thread's next call into the shim, which sets its own. Not a call the shim makes itself or NCCL

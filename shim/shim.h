@@ -42,11 +42,11 @@ uint64_t cg_thread_uid(void);
 /* What keeps the process from being settled, the one word a forwarded boundary reads
  * (boundary.c): while it is zero, such a call would change nothing anywhere, so it is counted
  * and forwarded, no stream looked up, no lock taken. The low bits count program streams not
- * settled (stream.c: work deferred, ops since their last boundary, or a launched chunk a wait
- * has yet to mark) and per-thread streams' hand-backs their threads have yet to catch up with
- * (ptds.h); the high bits are states in which every boundary takes the full path. A count
- * that settles is decremented only after what it leaves unsettled was counted, so the word
- * never reads zero in between. */
+ * quiet (stream.c: work deferred, or ops since their last boundary), per-thread streams'
+ * hand-backs their threads have yet to catch up with (ptds.h) and cost-gate samples in flight
+ * (timing.c, read at boundaries); the high bits are states in which every boundary takes the
+ * full path. A count that settles is decremented only after what it leaves unsettled was
+ * counted, so the word never reads zero in between. */
 enum {
 	CG_UNSETTLED_STARTING = 1 << 27, /* the shim is not ready (start-up, or no driver) */
 	CG_UNSETTLED_DISABLED = 1 << 28, /* disabled, or a fork() child: plain forwarding */

@@ -39,7 +39,7 @@ struct cg_sstate {
 	struct cg_stream *eng;     /* engine state, or NULL: its ops run eagerly, for `why_eager` */
 	enum cg_reason why_eager;  /* SCOPE (CUGRAFT_SCOPE), PER_THREAD (no proxy) or NO_MEMORY */
 	atomic_bool pending;       /* the engine holds deferred work (mirrored after each call) */
-	atomic_bool settled;       /* a boundary now would change nothing (cg_stream_settled) */
+	_Atomic unsigned char calm; /* enum cg_calm: what a boundary now would change */
 	_Atomic uint64_t ops;      /* ops seen on this stream */
 	struct cg_sstate *next;
 };

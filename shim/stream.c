@@ -25,11 +25,14 @@ static _Atomic uint64_t next_id = 1;
 
 /* How many streams hold deferred work: all, the legacy ones, and blocking non-legacy ones. */
 static atomic_int any_pending, legacy_pending, blocking_pending;
-/* Live records whose `settled` is false are counted in cg_unsettled (shim.h): while none is,
- * a boundary changes nothing anywhere (no stream has work deferred or a chunk still to be
- * marked by a wait), and forwarded boundaries skip the stream lookup. It changes at most twice
- * per stream between two boundaries. */
-static void unsettle(bool more)
+/* Live records not CG_SETTLED (`calm`): while none is, a boundary changes nothing anywhere
+ * (no stream has work deferred or a chunk still to be marked by a wait), and the boundaries that
+ * come here skip the stream lookup. Those CG_BUSY are counted in cg_unsettled (shim.h): while
+ * none is, a boundary that is not a wait changes nothing, and the forwarded ones do not even come
+ * here. Each changes at most twice per stream between two boundaries. */
+static atomic_int unsettled;
+
+static void count_busy(bool more)
 {
 	if (more)
 		atomic_fetch_add(&cg_unsettled, 1);
@@ -116,8 +119,9 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 		pthread_mutex_init(&s->lock, NULL);
 	/* A new record is not settled until its first boundary (nor counted before now: a
 	 * recycled one was settled by retire, a new one is zeroed). */
-	atomic_store(&s->settled, false);
-	unsettle(true);
+	atomic_store(&s->calm, CG_BUSY);
+	atomic_fetch_add(&unsettled, 1);
+	count_busy(true);
 	s->handle = k == LEGACY ? CU_STREAM_LEGACY : k == PER_THREAD ? CU_STREAM_PER_THREAD : h;
 	s->ctx = ctx;
 	cg_events_device(ctx); /* the summary names the devices used */
@@ -223,10 +227,14 @@ void cg_stream_sync_pending(struct cg_sstate *s)
 	if (s->per_thread)
 		settle_per_thread(s);
 	/* One writer (the lock holder): stored, and counted, only when it changes. */
-	bool settled = !s->eng || cg_stream_settled(s->eng);
-	if (settled != atomic_load_explicit(&s->settled, memory_order_relaxed)) {
-		atomic_store_explicit(&s->settled, settled, memory_order_release);
-		unsettle(!settled);
+	enum cg_calm calm = s->eng ? cg_stream_calm(s->eng) : CG_SETTLED;
+	enum cg_calm was = atomic_load_explicit(&s->calm, memory_order_relaxed);
+	if (calm != was) {
+		atomic_store_explicit(&s->calm, calm, memory_order_release);
+		if ((calm == CG_SETTLED) != (was == CG_SETTLED))
+			atomic_fetch_add(&unsettled, calm == CG_SETTLED ? -1 : 1);
+		if ((calm == CG_BUSY) != (was == CG_BUSY))
+			count_busy(calm == CG_BUSY);
 	}
 	bool p = s->eng && cg_stream_pending(s->eng);
 	if (p == atomic_load_explicit(&s->pending, memory_order_relaxed))
@@ -305,11 +313,12 @@ void cg_stream_order(struct cg_sstate *s)
 void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 {
 	cg_events_boundary(why);
-	/* Every stream settled, no per-thread stream's work outstanding (the counts of
-	 * cg_unsettled; its states do not matter here): nothing to flush, order or cut anywhere,
-	 * so no stream to look up. Forwarded boundaries that find the whole word zero do not even
-	 * come here (boundary.c); syncs and copies, which the controller times, do. */
-	if ((atomic_load_explicit(&cg_unsettled, memory_order_acquire) & CG_UNSETTLED_COUNTS) == 0) {
+	/* Every stream settled, no per-thread stream's work outstanding: nothing to flush, order
+	 * or cut anywhere, so no stream to look up. Forwarded boundaries that find every stream
+	 * quiet do not even come here (boundary.c); syncs and copies, which the controller times
+	 * and which mark a launched chunk, do. */
+	if (atomic_load_explicit(&unsettled, memory_order_acquire) == 0 &&
+	    atomic_load_explicit(&cg_ptds_outstanding, memory_order_acquire) == 0) {
 		if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && cg_shim.engine)
 			cg_engine_note_wait(cg_shim.engine);
 		return;
@@ -321,7 +330,7 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 	/* The pass-through path of event records, stream queries and the program's own graph
 	 * launches: nothing happened on the stream since its last boundary, so there is nothing
 	 * to flush or cut, and no lock to take. */
-	if (atomic_load_explicit(&s->settled, memory_order_acquire) &&
+	if (atomic_load_explicit(&s->calm, memory_order_acquire) == CG_SETTLED &&
 	    (!s->per_thread || atomic_load_explicit(&cg_ptds_outstanding, memory_order_acquire) == 0)) {
 		if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && cg_shim.engine)
 			cg_engine_note_wait(cg_shim.engine);

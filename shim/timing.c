@@ -32,6 +32,15 @@ struct cg_timing {
 static atomic_bool timing_off;
 static atomic_int timing_in_flight; /* over all streams: the flusher's cheap check */
 
+/* Samples taken (+) or read or dropped (-): counted here and in cg_unsettled (shim.h), so that
+ * a boundary forwarded while any is in flight takes the full path, which reads them as soon as
+ * they complete. */
+static void in_flight(int d)
+{
+	atomic_fetch_add(&timing_in_flight, d);
+	atomic_fetch_add(&cg_unsettled, (unsigned)d);
+}
+
 bool cg_timing_due(void)
 {
 	return atomic_load_explicit(&timing_in_flight, memory_order_relaxed) > 0 &&
@@ -91,7 +100,7 @@ bool cg_timing_begin(void *be, void *stream, uint64_t key, bool graph)
 	sl->key = key;
 	sl->graph = graph;
 	t->n++;
-	atomic_fetch_add(&timing_in_flight, 1);
+	in_flight(1);
 	return true;
 }
 
@@ -111,7 +120,7 @@ void cg_timing_end(void *be, void *stream, bool ok)
 			timing_failed("cuEventRecord", r);
 	}
 	t->n--;  /* the newest sample: dropped */
-	atomic_fetch_sub(&timing_in_flight, 1);
+	in_flight(-1);
 }
 
 void cg_timing_read(struct cg_sstate *s)
@@ -134,7 +143,7 @@ void cg_timing_read(struct cg_sstate *s)
 		}
 		t->head = (t->head + 1) % TIMING_SLOTS;
 		t->n--;
-		atomic_fetch_sub(&timing_in_flight, 1);
+		in_flight(-1);
 		if (r != CUDA_SUCCESS) {
 			timing_failed(api, r);
 			break;
@@ -157,7 +166,7 @@ void cg_timing_free(struct cg_sstate *s)
 					CG_REAL(cuEventDestroy_v2)(t->slot[i].ev[j]);
 		cg_backend_leave(in);
 	}
-	atomic_fetch_sub(&timing_in_flight, (int)t->n);
+	in_flight(-(int)t->n);
 	free(t);
 	s->timing = NULL;
 }

@@ -526,12 +526,52 @@ static void test_forwarded_boundary_catches_up_with_another_threads_flush(void *
 	assert_int_equal(pthread_create(&t, NULL, sync_from_elsewhere, NULL), 0);
 	assert_int_equal(pthread_join(t, &r), 0);
 	assert_int_equal((uintptr_t)r, CUDA_SUCCESS);
-	assert_true(atomic_load(&s->settled));
+	assert_int_equal(atomic_load(&s->calm), CG_SETTLED);
 	assert_true(s->ptds.redirected);
 	assert_int_equal(cuEventRecord_ptsz(ev, NULL), CUDA_SUCCESS);
 	assert_false(s->ptds.redirected);
 	assert_int_equal(cuStreamSynchronize_ptsz(NULL), CUDA_SUCCESS);
 	CG_REAL(cuEventDestroy_v2)(ev);
+}
+
+/* A chunk launched from its graph at an event record is still to be marked by the next wait
+ * (the cost gate's `exposed`), but a boundary that is not a wait changes nothing there: a
+ * stream query after the record is forwarded, and the sync after it still reaches the engine,
+ * which marks the chunk and leaves the stream settled. */
+static void test_query_after_a_launched_chunk_is_forwarded_the_sync_is_not(void **state)
+{
+	CUstream h = new_stream(CU_STREAM_NON_BLOCKING);
+	struct cg_sstate *s = cg_stream_get(h, false);
+	assert_non_null(s);
+	CUevent ev = new_event();
+	CUdeviceptr acc = alloc(sizeof(unsigned long long));
+	volatile unsigned long long *host = (volatile unsigned long long *)(uintptr_t)acc;
+	unsigned long long expected = 7;
+	*host = expected;
+	struct cg_stats before, after;
+	cg_engine_stats(cg_shim.engine, &before);
+	for (int it = 0; it < 16; it++) {
+		for (unsigned long long k = 1; k <= 4; k++)
+			expected = chain_on(h, false, acc, k, expected);
+		assert_int_equal(cuEventRecord(ev, h), CUDA_SUCCESS);
+		uint64_t queries = forwarded(CG_E_cuStreamQuery), syncs = engine_boundaries();
+		assert_int_equal(cuStreamQuery(h), CUDA_SUCCESS);
+		assert_int_equal(*host, expected);  /* the record submitted the chunk */
+		if (it == 15) {  /* learned, replayed, timed for the cost gate long ago */
+			/* the chunk is to be marked */
+			assert_int_equal(atomic_load(&s->calm), CG_QUIET);
+			assert_int_equal(forwarded(CG_E_cuStreamQuery), queries + 1);
+		}
+		assert_int_equal(cuStreamSynchronize(h), CUDA_SUCCESS);
+		if (it == 15) {
+			assert_int_equal(engine_boundaries(), syncs + 1);
+			assert_int_equal(atomic_load(&s->calm), CG_SETTLED);
+		}
+	}
+	cg_engine_stats(cg_shim.engine, &after);
+	assert_true(after.graph_launches > before.graph_launches);
+	CG_REAL(cuEventDestroy_v2)(ev);
+	cg_stream_forget(h);
 }
 
 int main(void)
@@ -549,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_forwarded_boundaries_skip_the_shim_only_while_settled),
 		cmocka_unit_test(test_event_record_submits_deferred_work_first),
 		cmocka_unit_test(test_forwarded_boundary_catches_up_with_another_threads_flush),
+		cmocka_unit_test(test_query_after_a_launched_chunk_is_forwarded_the_sync_is_not),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
