@@ -12,14 +12,15 @@
 
 /* A boundary ordered on one stream, other than a wait (syncs and copies: the deferral
  * controller times them, and they mark the chunk launched before them), changes nothing while
- * the process is settled (cg_unsettled, shim.h: no stream has work deferred or ops since its last
- * boundary, no hand-back is outstanding, no cost-gate sample in flight, the shim is started and
- * neither disabled, auditing nor profiling): such a call is counted (CG_COUNT_FORWARD: the report adds it to its entry point
- * and its kind of boundary) and forwarded, one load and a tail call, where the full path would
- * count it, find it settled and return. cg_tl_api is left as it was: nothing reads it before the
- * thread's next call into the shim, which sets its own. Not a call the shim makes itself or NCCL
- * makes inside a collective (cg_tl_internal): those are forwarded uncounted, as by the full
- * path; nor a thread's first (it has no counters yet: the full path gives it some). */
+ * the process is settled (cg_unsettled, shim.h: no stream has work deferred or ops since its
+ * last boundary, no hand-back is outstanding, no cost-gate sample in flight, the shim is started
+ * and neither disabled, auditing nor profiling). Such a call is counted (CG_COUNT_FORWARD: the
+ * report adds it to its entry point and its kind of boundary) and forwarded, one load and a tail
+ * call, where the full path would count it, find nothing to do and forward it. cg_tl_api is left
+ * as it was: nothing reads it before the thread's next call into the shim, which sets its own.
+ * Not a call the shim makes itself or NCCL makes inside a collective (cg_tl_internal): those
+ * are forwarded uncounted, as by the full path; nor a thread's first (it has no counters yet:
+ * the full path gives it some). */
 #define CG_FORWARDS_STREAM(reason) (CG_R_##reason != CG_R_SYNC && CG_R_##reason != CG_R_HOST_COPY)
 #define CG_FORWARDS_PTSZ(reason) CG_FORWARDS_STREAM(reason)
 #define CG_FORWARDS_ALL(reason) 0 /* every stream's chunk is cut: the full path, always */

@@ -52,7 +52,6 @@ enum {
 	CG_UNSETTLED_DISABLED = 1 << 28, /* disabled, or a fork() child: plain forwarding */
 	CG_UNSETTLED_AUDIT = 1 << 29,    /* forwarded calls mark themselves (cg_tl_forwarding) */
 	CG_UNSETTLED_PROFILE = 1 << 30,  /* boundaries are tokens of the profile (floor.h) */
-	CG_UNSETTLED_COUNTS = (1 << 27) - 1,
 };
 extern atomic_uint cg_unsettled;
 

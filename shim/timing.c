@@ -33,8 +33,8 @@ static atomic_bool timing_off;
 static atomic_int timing_in_flight; /* over all streams: the flusher's cheap check */
 
 /* Samples taken (+) or read or dropped (-): counted here and in cg_unsettled (shim.h), so that
- * a boundary forwarded while any is in flight takes the full path, which reads them as soon as
- * they complete. */
+ * while any is in flight a boundary after a timed chunk's launch takes the full path, which
+ * reads the samples that completed, as before forwarded boundaries had a short path. */
 static void in_flight(int d)
 {
 	atomic_fetch_add(&timing_in_flight, d);
