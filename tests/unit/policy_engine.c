@@ -153,6 +153,58 @@ static void test_settled_only_between_boundaries(void **state)
 	rig_down(&r);
 }
 
+/* cg_stream_calm says the same, and which boundaries would still change something: a stream
+ * whose chunk was launched at its last boundary is QUIET (only a wait would mark the chunk), and
+ * a boundary that is not a wait, given to it or not, changes nothing that follows. Two engines
+ * see the same program, one of them with event records and queries added wherever its stream
+ * is QUIET or SETTLED (what the shim forwards without the engine): the same ops run, in the same
+ * graphs, with the same patches. The loop repeats one block three times between its boundaries
+ * (instances by position), with a pointer that moves every step. */
+static void run_block_loop(struct rig *r, bool extra)
+{
+	for (int it = 0; it < 12; it++) {
+		for (int rep = 0; rep < 3; rep++) {
+			for (uint32_t p = 0; p < 40; p++) {
+				struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000 + (uint64_t)it * 64, rep);
+				fake_submit(&r->fb, r->s[0], 0, &op);
+				assert_int_equal(cg_stream_calm(r->s[0]), CG_BUSY);
+			}
+			fake_boundary(&r->fb, r->s[0], 0, CG_R_EVENT);
+			assert_int_not_equal(cg_stream_calm(r->s[0]), CG_BUSY);
+			for (int k = 0; extra && k < 2; k++)
+				fake_boundary(&r->fb, r->s[0], 0, k ? CG_R_QUERY : CG_R_EVENT);
+		}
+		if (it >= 6)  /* replaying: the last chunk ran from its graph, still to be marked */
+			assert_int_equal(cg_stream_calm(r->s[0]), CG_QUIET);
+		fake_boundary(&r->fb, r->s[0], 0, CG_R_SYNC);
+		assert_int_equal(cg_stream_calm(r->s[0]), CG_SETTLED);
+		if (extra)
+			fake_boundary(&r->fb, r->s[0], 0, CG_R_EVENT);
+	}
+}
+
+static void test_boundaries_that_do_not_wait_change_nothing_on_a_quiet_stream(void **state)
+{
+	struct rig a, b;
+	rig_up(&a, config(3, 64), 1);
+	run_block_loop(&a, false);
+	rig_up(&b, config(3, 64), 1);
+	run_block_loop(&b, true);
+	struct cg_stats sa = stats(&a), sb = stats(&b);
+	assert_true(sa.graph_launches > 0);
+	assert_int_equal(sa.ops_replayed, sb.ops_replayed);
+	assert_int_equal(sa.graph_launches, sb.graph_launches);
+	assert_int_equal(sa.patches, sb.patches);
+	assert_int_equal(sa.graphs_built, sb.graphs_built);
+	assert_int_equal(a.fb.nlog, b.fb.nlog);
+	for (size_t i = 0; i < a.fb.nlog; i++)
+		assert_int_equal(a.fb.log[i].in_graph, b.fb.log[i].in_graph);
+	for (int r = 0; r < CG_R_COUNT; r++)
+		assert_int_equal(sa.fallbacks[r], sb.fallbacks[r]);
+	rig_down(&a);
+	rig_down(&b);
+}
+
 static void test_pointer_drift_patches_only(void **state)
 {
 	struct rig r;
@@ -1005,6 +1057,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steady_loop_replays),
 		cmocka_unit_test(test_settled_only_between_boundaries),
+		cmocka_unit_test(test_boundaries_that_do_not_wait_change_nothing_on_a_quiet_stream),
 		cmocka_unit_test(test_pointer_drift_patches_only),
 		cmocka_unit_test(test_scalar_every_step_patched),
 		cmocka_unit_test(test_recurring_chunk_instances),
