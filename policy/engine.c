@@ -519,9 +519,17 @@ static double host_saved(const struct cg_engine *e, const struct cg_chunk *t)
 	return saved > 0 ? saved : 0;
 }
 
+/* Could an eager sample still lead the gate to act? It acts on a graph slower than its eager
+ * ops by more than the host time it saves, so not on one under that saving (CG_GATE_PLAUSIBLE
+ * for the noise of a few samples), nor once a pair of samples shows the graph slower by less
+ * than half of it: GPU times of the same ops read back by events differ by far less from one
+ * run to the next, and every further eager sample costs the replay of an occurrence. */
 static bool gate_plausible(const struct cg_engine *e, const struct cg_chunk *t)
 {
-	return t->graph_n && t->graph_us / t->graph_n > CG_GATE_PLAUSIBLE * host_saved(e, t);
+	double saved = host_saved(e, t);
+	if (!t->graph_n || t->graph_us / t->graph_n <= CG_GATE_PLAUSIBLE * saved)
+		return false;
+	return !t->eager_n || t->graph_us / t->graph_n - t->eager_us / t->eager_n >= saved / 2;
 }
 
 static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)

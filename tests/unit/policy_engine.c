@@ -738,30 +738,34 @@ static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
 	fake_boundary(&r->fb, r->s[0], 0, why);
 }
 
-/* A graph over the gate's plausible share of the saving and faster than its eager ops: three
- * samples of each, alternating from the graph's, then it keeps its graph. One between half and
- * that share: three graph samples (its exposure is weighed), no eager one. */
+/* Eager samples only where the gate could act. A graph between half and CG_GATE_PLAUSIBLE of
+ * the host time it saves: three graph samples (its exposure is weighed), no eager one. One over
+ * that share but faster than its eager ops: one eager sample, which shows the gate cannot act.
+ * One slower than its eager ops by 0.6 of the saving (the gate acts beyond all of it): three
+ * samples of each, alternating from the graph's, and it keeps its graph. */
 static void test_cost_samples_eager_only_where_gate_could_act(void **state)
 {
-	for (int near = 0; near < 2; near++) {
+	enum { NEAR, FASTER, CLOSE };
+	for (int c = NEAR; c <= CLOSE; c++) {
 		struct rig r;
 		rig_up_sampled(&r, config(3, 64));
 		const double saved = 42 * 3.4 - 2.5;  /* a loop of 42 ops is one chunk */
-		const double graph = near ? 0.7 * saved : 1.2 * saved;
+		const double graph = c == NEAR ? 0.7 * saved : 1.2 * saved;
+		const double eager = c == CLOSE ? graph - 0.6 * saved : 2 * graph;
 		for (int it = 0; it < 40; it++) {
 			short_loop_to(&r, 42, CG_R_EVENT);
-			hand_back(&r, 2 * graph, graph);
+			hand_back(&r, eager, graph);
 		}
 		assert_int_equal(r.fb.last_built_ops, 42);
-		int eager = 0, graphs = 0;
+		int eagers = 0, graphs = 0;
 		for (int i = 0; i < sampled.n; i++) {
-			eager += !sampled.graph[i];
+			eagers += !sampled.graph[i];
 			graphs += sampled.graph[i];
 		}
-		assert_true(graphs > 0);
-		assert_int_equal(eager, near ? 0 : graphs);
+		assert_int_equal(graphs, 3);
+		assert_int_equal(eagers, c == NEAR ? 0 : c == FASTER ? 1 : 3);
 		struct cg_stats st = stats(&r);
-		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE] > 0, !near);
+		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 42 * eagers);
 		assert_int_equal(st.chunks_disabled, 0);
 		rig_down(&r);
 	}
