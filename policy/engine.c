@@ -17,6 +17,8 @@
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
 #define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
 #define CG_PLACE_SETTLED 3    /* runs by which a place's chunk leads another before it is trusted */
+#define CG_SPLITS 16  /* exposed chunks a stream cuts in two (cut_exposed), at most */
+#define CG_SPLIT_MIN 8  /* ops in each part, at least */
 #define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
 
 struct cg_engine {
@@ -69,6 +71,8 @@ struct cg_stream {
 	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
 	uint32_t len_max;           /* chunks are cut at this length (cfg.chunk_max, or less once
 	                               a short loop's whole unit was exposed) */
+	uint64_t split[CG_SPLITS];  /* op hashes chunks are cut after: exposed chunks' middles */
+	uint32_t nsplit;
 	uint64_t tick;              /* LRU clock */
 	uint64_t epoch;             /* program boundaries so far: instance positions restart */
 	uint32_t timeouts;          /* deferrals that hit the budget */
@@ -865,6 +869,15 @@ static void drop_front(struct cg_stream *s, uint32_t k)
 	cg_scratch_drop_front(&s->sc, k);
 }
 
+/* Is an op of this hash where an exposed chunk was cut in two (cut_exposed)? */
+static bool split_after(const struct cg_stream *s, uint64_t hash)
+{
+	for (uint32_t i = 0; i < s->nsplit; i++)
+		if (s->split[i] == hash)
+			return true;
+	return false;
+}
+
 /* The op runs eagerly (the caller submits it) and is learned. */
 static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
@@ -893,8 +906,9 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	 * graphs of that part's length for good (a loop of one kernel in graphs of 18, not 32);
 	 * the part runs on to the next anchor cut, a unit later, and its front is dropped there. */
 	bool unit_cut = s->per.cut && !(s->per.unit && n < s->per.unit);
-	if (content || unit_cut || place || n >= s->len_max) {
-		s->length_cut = !content && !unit_cut && !place;
+	bool split = !s->per.unit && n >= CG_SPLIT_MIN && split_after(s, hash);
+	if (content || unit_cut || place || split || n >= s->len_max) {
+		s->length_cut = !content && !unit_cut && !place && !split;
 		cut(s, true, true);
 	}
 	return CG_PASS;
@@ -1148,6 +1162,30 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s)
 	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
 }
 
+/* An exposed chunk (below) is learned again in two parts, cut after its middle op wherever an
+ * op of that hash comes: the first part's graph starts on the GPU while the host still submits
+ * the rest, and only the last part's time is waited for whole; that part is timed and judged as
+ * a chunk of its own, and cut again if exposed in turn, down to CG_SPLIT_MIN ops. A short loop
+ * whose whole unit is exposed (the loop is one chunk) is cut at half its unit's length. */
+static void cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
+{
+	if (t->n < 2 * CG_SPLIT_MIN)
+		return;
+	if (s->per.unit) {
+		if (t->n >= s->per.unit) {
+			cg_loop_no_units(&s->per);
+			s->len_max = t->n / 2;
+			ST(s, exposed_splits, 1);
+		}
+		return;
+	}
+	uint64_t middle = t->hash[t->n / 2 - 1];
+	if (s->nsplit < CG_SPLITS && !split_after(s, middle)) {
+		s->split[s->nsplit++] = middle;
+		ST(s, exposed_splits, 1);
+	}
+}
+
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us)
 {
 	struct cg_chunk *t = cg_index_find_key(&s->ix, chunk_key);
@@ -1188,13 +1226,8 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	if (r == CG_R_NONE)
 		return;
 	disable(s, t, r);
-	/* A whole unit of a short loop exposed (the loop is one chunk, and the host waits for it
-	 * every iteration): cut shorter, the graphs before the wait start while the host still
-	 * submits, and only the last chunk's time is waited for whole. */
-	if (r == CG_R_EXPOSED && s->per.unit && t->n >= s->per.unit && t->n >= 16) {
-		cg_loop_no_units(&s->per);
-		s->len_max = t->n / 2;
-	}
+	if (r == CG_R_EXPOSED)
+		cut_exposed(s, t);
 	if (s->deferring && !s->ncand && !s->complete)
 		end_deferral(s, r);
 }
