@@ -21,17 +21,24 @@ static uint64_t launches_in(const uint64_t *wsum, size_t lo, size_t hi)
 	return wsum[hi] - wsum[lo] - (hi - lo);
 }
 
-/* The heaviest stretch of period p. A position i >= p is bad when t[i] != t[i - p]. Bad
- * positions denser than half of a window of 4p + 4 end a stretch: one inserted token makes at
- * most p + 1 of them in a row (each position then compares against a shifted one), a changed
- * one 2, so noise, even two disturbances close together, does not, while a prologue or an
- * epilogue of other tokens does. */
-static struct stretch heaviest(const uint32_t *t, size_t n, size_t p, const uint64_t *wsum,
-                               uint32_t *badsum)
+/* Phases before the loop can carry more launches than the loop does within the sequence kept:
+ * compilation and autotuning repeat thousands of tiny benchmark launches, while a loop that
+ * replays its own graphs makes few launch calls per step. What they lack is the end: the
+ * program's loop is the phase that runs until it stops. So the loop is the last stretch (by
+ * its end) that carries at least 1/LATEST_SHARE of the launches of the heaviest; the floor keeps
+ * short phases after the loop (a final evaluation, reads of results, frees) from passing for
+ * it. The rule picks among the stretches of one period, then among periods. */
+enum { LATEST_SHARE = 8 };
+
+/* The loop's stretch of period p, by the rule above. A position i >= p is bad when
+ * t[i] != t[i - p]. Bad positions denser than half of a window of 4p + 4 end a stretch: one
+ * inserted token makes at most p + 1 of them in a row (each position then compares against a
+ * shifted one), a changed one 2, so noise, even two disturbances close together, does not,
+ * while a prologue or an epilogue of other tokens does. Two passes over the stretches: the
+ * first finds the heaviest (floor UINT64_MAX), the second the last that carries the share. */
+static struct stretch scan(const uint32_t *t, size_t n, size_t p, const uint64_t *wsum,
+                           const uint32_t *badsum, uint64_t floor, uint64_t *heaviest)
 {
-	badsum[0] = 0;
-	for (size_t i = 0; i < n; i++)
-		badsum[i + 1] = badsum[i] + (i >= p && t[i] != t[i - p]);
 	struct stretch best = { 0, 0, 0, 0, 0 };
 	size_t win = 4 * p + 4, seg = p;  /* the current stretch's positions start at seg */
 	for (size_t i = p; i <= n; i++) {
@@ -47,12 +54,27 @@ static struct stretch heaviest(const uint32_t *t, size_t n, size_t p, const uint
 		if (end > seg && end - seg + p >= 3 * p) {
 			struct stretch s = { seg - p, end, badsum[end] - badsum[seg], 0, 0 };
 			s.weight = weight_of(wsum, s.lo, s.hi);
-			if (s.weight > best.weight)
-				best = s;
+			if (s.weight > *heaviest)
+				*heaviest = s.weight;
+			if (s.weight >= floor)
+				best = s;  /* the later one */
 		}
 		seg = i + 1;
 	}
 	return best;
+}
+
+static struct stretch loop_of_period(const uint32_t *t, size_t n, size_t p,
+                                     const uint64_t *wsum, uint32_t *badsum)
+{
+	badsum[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		badsum[i + 1] = badsum[i] + (i >= p && t[i] != t[i - p]);
+	uint64_t heaviest = 0;
+	scan(t, n, p, wsum, badsum, UINT64_MAX, &heaviest);
+	if (heaviest == 0)
+		return (struct stretch){ 0, 0, 0, 0, 0 };
+	return scan(t, n, p, wsum, badsum, (heaviest + LATEST_SHARE - 1) / LATEST_SHARE, &heaviest);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -123,6 +145,45 @@ static struct stretch refine(const uint32_t *t, size_t n, size_t p, struct stret
 	return s;
 }
 
+/* Whether stretches a and b cover mostly the same tokens (half of the shorter one): the same
+ * loop seen with two periods (twice the period fits as well as the period itself). */
+static bool same_part(const struct stretch *a, const struct stretch *b)
+{
+	size_t lo = a->lo > b->lo ? a->lo : b->lo, hi = a->hi < b->hi ? a->hi : b->hi;
+	size_t shorter = a->hi - a->lo < b->hi - b->lo ? a->hi - a->lo : b->hi - b->lo;
+	return hi > lo && 2 * (hi - lo) >= shorter;
+}
+
+/* The loop among the candidate stretches (cand[p].weight == 0: none of period p), by the rule
+ * above. Among the stretches covering the same part of the sequence, the smallest period wins
+ * that carries nearly the most launches (twice the period fits as well as the period itself),
+ * or that divides the period of the one carrying the most and carries half as much: a
+ * multiple of the loop's period tolerates longer runs of noise, so its stretch reaches further
+ * into the tokens around the loop. Returns 0 when there is none. */
+static size_t pick(const struct stretch *cand, size_t max_period, uint64_t heaviest_weight)
+{
+	const struct stretch *last = NULL;
+	for (size_t p = 1; p <= max_period; p++)
+		if (cand[p].weight && cand[p].weight * LATEST_SHARE >= heaviest_weight &&
+		    (!last || cand[p].hi > last->hi))
+			last = &cand[p];
+	if (!last)
+		return 0;
+	size_t most = 0;
+	for (size_t p = 1; p <= max_period; p++)
+		if (cand[p].weight && same_part(&cand[p], last) &&
+		    (!most || cand[p].weight > cand[most].weight))
+			most = p;
+	for (size_t p = 1; p <= max_period; p++) {
+		if (!cand[p].weight || !same_part(&cand[p], last))
+			continue;
+		if (cand[p].weight * 10 >= cand[most].weight * 9 ||
+		    (most % p == 0 && cand[p].weight * 2 >= cand[most].weight))
+			return p;
+	}
+	return 0;
+}
+
 bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t max_period,
                     struct cg_period *out)
 {
@@ -143,7 +204,7 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 
 	uint64_t heaviest_weight = 0;
 	for (size_t p = 1; p <= max_period; p++) {
-		struct stretch s = heaviest(t, n, p, wsum, badsum);
+		struct stretch s = loop_of_period(t, n, p, wsum, badsum);
 		if (s.weight == 0)
 			continue;
 		s = refine(t, n, p, s, wsum, badsum, set);
@@ -153,10 +214,8 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 		if (s.weight > heaviest_weight)
 			heaviest_weight = s.weight;
 	}
-	size_t p = 1;
-	while (p <= max_period && !(cand[p].weight && cand[p].weight * 10 >= heaviest_weight * 9))
-		p++;
-	if (p > max_period)
+	size_t p = pick(cand, max_period, heaviest_weight);
+	if (p == 0)
 		goto done;
 	/* Inserted tokens make the stretch longer than its iterations: count them by launches
 	 * where the loop launches (rounded: a changed launch count is noise too). */
