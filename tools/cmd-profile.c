@@ -16,6 +16,7 @@ struct cg_profile {
 	bool found;
 	bool iterations_found;    /* else the figures are the whole run's */
 	double wall_us, launch_host_us, launch_calls, iterations, period, syncs;
+	double graph_launches, graph_launched;  /* the program's own graphs, the launches they ran */
 	double gpu_busy_us;       /* < 0: unavailable, for the reason in `why` */
 	char why[160];
 };
@@ -31,6 +32,8 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 	p->wall_us = jv_num(jv_get(o, "wall_us"), 0);
 	p->launch_host_us = jv_num(jv_get(o, "launch_host_us"), 0);
 	p->launch_calls = jv_num(jv_get(o, "launch_calls"), 0);
+	p->graph_launches = jv_num(jv_get(o, "graph_launches"), 0);
+	p->graph_launched = jv_num(jv_get(o, "graph_launched"), 0);
 	p->iterations = jv_num(jv_get(o, "iterations"), 0);
 	p->period = jv_num(jv_get(o, "period_boundaries"), 0);
 	p->syncs = jv_num(jv_get(o, "syncs"), 0);
@@ -58,7 +61,8 @@ static void cg_profile_collect(const char *dir, struct cg_merged *m, struct cg_p
 			struct cg_profile p = { 0 };
 			if (f.summary != NULL)
 				cg_profile_read(&p, f.summary);
-			if (p.found && ((*profiles)++ == 0 || p.launch_calls > best->launch_calls))
+			if (p.found && ((*profiles)++ == 0 || p.launch_calls + p.graph_launched >
+			                                      best->launch_calls + best->graph_launched))
 				*best = p;
 			cg_rfile_free(&f);
 		}
@@ -116,6 +120,20 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 		printf(": no bound (no GPU work recorded in the window)\n");
 }
 
+/* " (N in M graph launches)" where the program launched graphs of its own, per `per`; those
+ * launches are already graphed, and their host cost is no launch call's. */
+static void cg_profile_graphs(char *buf, size_t len, const struct cg_profile *p, double per,
+                              const char *fmt)
+{
+	buf[0] = 0;
+	if (p->graph_launches <= 0)
+		return;
+	char n[32], m[32];
+	snprintf(n, sizeof n, fmt, p->graph_launched / per);
+	snprintf(m, sizeof m, fmt, p->graph_launches / per);
+	snprintf(buf, len, " (%s in %s launches of the program's own graphs)", n, m);
+}
+
 static void cg_profile_print(const struct cg_merged *m, const struct cg_profile *p, size_t profiles)
 {
 	printf("cugraft profile (record-only: nothing was deferred or graphed)\n");
@@ -127,23 +145,26 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 	printf("  processes with CUDA work   %zu%s\n", m->files,
 	       profiles > 1 ? " (per-iteration figures: the one that launched most)" : "");
 	printf("  ops / launches             %.0f / %.0f\n", ops, launches);
-	double per_iter = 0;
+	double per_iter = 0;  /* launch calls per iteration: what cugraft could put in graphs */
 	if (p->found && p->iterations_found) {
-		per_iter = p->launch_calls / p->iterations;
-		char a[32], b[32];
+		double n = p->iterations;
+		per_iter = p->launch_calls / n;
+		char a[32], b[32], g[160];
+		cg_profile_graphs(g, sizeof g, p, n, "%.1f");
 		printf("  iteration                  %.0f boundaries long (the period of the program's "
 		       "boundaries and launches); the last %.0f iterations measured\n",
-		       p->period, p->iterations);
-		printf("  per iteration              %s wall · %.1f launches · %.1f syncs · %s in launch calls\n",
-		       cg_time(a, sizeof a, p->wall_us / p->iterations), per_iter,
-		       p->syncs / p->iterations, cg_time(b, sizeof b, p->launch_host_us / p->iterations));
-		cg_profile_floor(p, p->iterations);
+		       p->period, n);
+		printf("  per iteration              %s wall · %.1f launches%s · %.1f syncs · %s in launch calls\n",
+		       cg_time(a, sizeof a, p->wall_us / n), (p->launch_calls + p->graph_launched) / n,
+		       g, p->syncs / n, cg_time(b, sizeof b, p->launch_host_us / n));
+		cg_profile_floor(p, n);
 	} else if (p->found) {
-		char a[32], b[32];
+		char a[32], b[32], g[160];
+		cg_profile_graphs(g, sizeof g, p, 1, "%.0f");
 		printf("  iterations                 none found (no repeating sequence of boundaries); "
 		       "figures over the run\n");
-		printf("  over the run               %s wall · %.0f launches · %s in launch calls\n",
-		       cg_time(a, sizeof a, p->wall_us), p->launch_calls,
+		printf("  over the run               %s wall · %.0f launches%s · %s in launch calls\n",
+		       cg_time(a, sizeof a, p->wall_us), p->launch_calls + p->graph_launched, g,
 		       cg_time(b, sizeof b, p->launch_host_us));
 		cg_profile_floor(p, 1);
 	} else {
@@ -155,6 +176,8 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 		printf("  learnable share            %.1f%% of ops repeat (ops_replayable / ops)\n", 100 * share);
 		printf("  rough verdict              %s\n",
 		       share < 0.5 ? "little repeats: graphs will help little" :
+		       per_iter < 100 && p->graph_launched > p->launch_calls ?
+		       "most launches already run in the program's own graphs: little is left to graph" :
 		       per_iter >= 100 ? "many launches per iteration that repeat: graphs are likely to help" :
 		       "the work repeats but iterations launch little: expect a small gain");
 	}
