@@ -42,11 +42,25 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 	snprintf(p->why, sizeof p->why, "%s", why ? why : "not in the report");
 }
 
-/* Reads and removes every report the job's processes wrote into dir. The profile shown is the
- * process that launched most (one rank of a data-parallel job stands for the others). */
-static void cg_profile_collect(const char *dir, struct cg_merged *m, struct cg_profile *best,
-                               size_t *profiles)
+/* Whether a process's report shows CUDA work: ops or boundaries. A process can reach the
+ * driver and do nothing with it (PyTorch's compile workers look CUDA up); it writes a summary
+ * of zeros. A report without a summary has fallback records, hence ops. */
+static bool cg_profile_worked(const struct cg_rfile *f)
 {
+	if (f->summary == NULL)
+		return f->n_fallbacks > 0;
+	const struct jv *o = jv_get(f->summary, "profile");
+	return jv_num(jv_get(f->summary, "ops"), 0) > 0 ||
+	       (o != NULL && jv_num(jv_get(o, "boundaries"), 0) > 0);
+}
+
+/* Reads and removes every report the job's processes wrote into dir. The profile shown is the
+ * process that launched most (one rank of a data-parallel job stands for the others); `worked`
+ * counts the processes with CUDA work. */
+static void cg_profile_collect(const char *dir, struct cg_merged *m, struct cg_profile *best,
+                               size_t *worked)
+{
+	size_t profiles = 0;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d != NULL && (e = readdir(d)) != NULL) {
@@ -58,10 +72,11 @@ static void cg_profile_collect(const char *dir, struct cg_merged *m, struct cg_p
 		if (cg_rfile_load(&f, path)) {
 			if (f.summary != NULL || f.n_fallbacks > 0)
 				cg_merged_add(m, &f);
+			*worked += cg_profile_worked(&f);
 			struct cg_profile p = { 0 };
 			if (f.summary != NULL)
 				cg_profile_read(&p, f.summary);
-			if (p.found && ((*profiles)++ == 0 || p.launch_calls + p.graph_launched >
+			if (p.found && (profiles++ == 0 || p.launch_calls + p.graph_launched >
 			                                      best->launch_calls + best->graph_launched))
 				*best = p;
 			cg_rfile_free(&f);
@@ -134,7 +149,7 @@ static void cg_profile_graphs(char *buf, size_t len, const struct cg_profile *p,
 	snprintf(buf, len, " (%s in %s launches of the program's own graphs)", n, m);
 }
 
-static void cg_profile_print(const struct cg_merged *m, const struct cg_profile *p, size_t profiles)
+static void cg_profile_print(const struct cg_merged *m, const struct cg_profile *p, size_t worked)
 {
 	printf("cugraft profile (record-only: nothing was deferred or graphed)\n");
 	if (m->files == 0 || m->partial == m->files) {
@@ -142,8 +157,11 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 		return;
 	}
 	double launches = cg_merged_total(m, "launches", 0), ops = cg_merged_total(m, "ops", 0);
-	printf("  processes with CUDA work   %zu%s\n", m->files,
-	       profiles > 1 ? " (per-iteration figures: the one that launched most)" : "");
+	printf("  processes with CUDA work   %zu%s", worked,
+	       worked > 1 ? " (per-iteration figures: the one that launched most)" : "");
+	if (m->files > worked)
+		printf(" (and %zu that reached the driver and did no work)", m->files - worked);
+	printf("\n");
 	printf("  ops / launches             %.0f / %.0f\n", ops, launches);
 	double per_iter = 0;  /* launch calls per iteration: what cugraft could put in graphs */
 	if (p->found && p->iterations_found) {
@@ -222,9 +240,9 @@ int cg_cmd_profile(int argc, char **argv)
 	int status = cg_spawn(argv + i, env, sizeof env / sizeof env[0], NULL);
 	struct cg_merged m = { 0 };
 	struct cg_profile best = { 0 };
-	size_t profiles = 0;
-	cg_profile_collect(dir, &m, &best, &profiles);
-	cg_profile_print(&m, &best, profiles);
+	size_t worked = 0;
+	cg_profile_collect(dir, &m, &best, &worked);
+	cg_profile_print(&m, &best, worked);
 	cg_merged_free(&m);
 	return status;
 }

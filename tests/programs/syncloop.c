@@ -8,7 +8,8 @@
  * shape: a compile phase that benchmarks a kernel (3 configs of 1000 launches, an event
  * recorded after each, a sync after each config), a graph captured from 40 kernels, then per
  * iteration one kernel, the graph's launch and a loss read (an async copy and a sync).
- * usage: syncloop [--iters N] [--syncs K] [--nosync] [--graph] */
+ * --init-only: a context made, nothing else (as PyTorch's compile workers do).
+ * usage: syncloop [--iters N] [--syncs K] [--nosync] [--graph] [--init-only] */
 #include "prog.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,11 @@ int main(int argc, char **argv)
   const char *syncs_opt = prog_opt(argc, argv, "--syncs");
   int syncs = syncs_opt ? atoi(syncs_opt) : 5;
   prog_init();
+  if (prog_flag(argc, argv, "--init-only")) {  /* as a compile worker: CUDA looked up, no work */
+    void *fn;
+    CK(cuGetProcAddress("cuCtxSynchronize", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    return 0;
+  }
   CUmodule mod = prog_module();
   CUfunction chain = prog_fn(mod, "cg_chain");
   CUstream s;

@@ -51,6 +51,14 @@ expect "$out" "the last 60 iterations measured"
 expect "$out" " · 41.0 launches (40.0 in 1.0 launches of the program's own graphs) · 1.0 syncs · "
 echo "a loop replaying its own graph after a launch-heavy compile phase: 41 launches per iteration"
 
+# A process that reaches the driver and does nothing (as PyTorch's compile workers do) writes a
+# summary of zeros: it is not a process with CUDA work.
+out=$("$CG" profile -- sh -c "\"$PROG\" --init-only && exec \"$PROG\" --iters 60") || fail "exit $?"
+expect "$out" "processes with CUDA work   1 (and 1 that reached the driver and did no work)"
+refuse "$out" "the one that launched most"
+expect "$out" "the last 60 iterations measured"
+echo "a process without CUDA work is not counted as one"
+
 # Too short to repeat: figures over the run, said so.
 out=$("$CG" profile -- "$PROG" --iters 2) || fail "exit $?"
 expect "$out" "none found (no repeating sequence of boundaries); figures over the run"
