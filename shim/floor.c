@@ -77,7 +77,8 @@ void cg_floor_graph(CUgraphExec exec, uint32_t launches)
 		graph_table[i].launches = launches;
 	}
 	pthread_mutex_unlock(&graph_lock);
-	if (i == GRAPHS)
+	static atomic_bool warned;
+	if (i == GRAPHS && !atomic_exchange(&warned, true))
 		cg_log(CG_LOG_WARN, "CUGRAFT_PROFILE: more than %d graphs; later ones weigh no launches",
 		       GRAPHS);
 }
