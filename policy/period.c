@@ -30,17 +30,18 @@ static uint64_t launches_in(const uint64_t *wsum, size_t lo, size_t hi)
  * it. The rule picks among the stretches of one period, then among periods. */
 enum { LATEST_SHARE = 8 };
 
-/* The loop's stretch of period p, by the rule above. A position i >= p is bad when
- * t[i] != t[i - p]. Bad positions denser than half of a window of 4p + 4 end a stretch: one
- * inserted token makes at most p + 1 of them in a row (each position then compares against a
- * shifted one), a changed one 2, so noise, even two disturbances close together, does not,
- * while a prologue or an epilogue of other tokens does. Two passes over the stretches: the
- * first finds the heaviest (floor UINT64_MAX), the second the last that carries the share. */
-static struct stretch scan(const uint32_t *t, size_t n, size_t p, const uint64_t *wsum,
-                           const uint32_t *badsum, uint64_t floor, uint64_t *heaviest)
+/* The stretches of period p, in order, into segs (room for n / 3 + 1). A position i >= p is
+ * bad when t[i] != t[i - p]. Bad positions denser than half of a window of 4p + 4 end a
+ * stretch: one inserted token makes at most p + 1 of them in a row (each position then
+ * compares against a shifted one), a changed one 2, so noise, even two disturbances close
+ * together, does not, while a prologue or an epilogue of other tokens does. */
+static size_t stretches(const uint32_t *t, size_t n, size_t p, const uint64_t *wsum,
+                        uint32_t *badsum, struct stretch *segs)
 {
-	struct stretch best = { 0, 0, 0, 0, 0 };
-	size_t win = 4 * p + 4, seg = p;  /* the current stretch's positions start at seg */
+	badsum[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		badsum[i + 1] = badsum[i] + (i >= p && t[i] != t[i - p]);
+	size_t count = 0, win = 4 * p + 4, seg = p;  /* the current stretch's positions start at seg */
 	for (size_t i = p; i <= n; i++) {
 		bool dense = false;
 		if (i < n && i + 1 >= p + win) {
@@ -54,27 +55,11 @@ static struct stretch scan(const uint32_t *t, size_t n, size_t p, const uint64_t
 		if (end > seg && end - seg + p >= 3 * p) {
 			struct stretch s = { seg - p, end, badsum[end] - badsum[seg], 0, 0 };
 			s.weight = weight_of(wsum, s.lo, s.hi);
-			if (s.weight > *heaviest)
-				*heaviest = s.weight;
-			if (s.weight >= floor)
-				best = s;  /* the later one */
+			segs[count++] = s;
 		}
 		seg = i + 1;
 	}
-	return best;
-}
-
-static struct stretch loop_of_period(const uint32_t *t, size_t n, size_t p,
-                                     const uint64_t *wsum, uint32_t *badsum)
-{
-	badsum[0] = 0;
-	for (size_t i = 0; i < n; i++)
-		badsum[i + 1] = badsum[i] + (i >= p && t[i] != t[i - p]);
-	uint64_t heaviest = 0;
-	scan(t, n, p, wsum, badsum, UINT64_MAX, &heaviest);
-	if (heaviest == 0)
-		return (struct stretch){ 0, 0, 0, 0, 0 };
-	return scan(t, n, p, wsum, badsum, (heaviest + LATEST_SHARE - 1) / LATEST_SHARE, &heaviest);
+	return count;
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -145,6 +130,27 @@ static struct stretch refine(const uint32_t *t, size_t n, size_t p, struct stret
 	return s;
 }
 
+/* The loop's stretch of period p, by the rule above: the last stretch carrying the share of
+ * the heaviest that is still a loop once its ends are fixed and not disturbed more than once
+ * per 5 iterations. weight 0: none. */
+static struct stretch loop_of_period(const uint32_t *t, size_t n, size_t p, const uint64_t *wsum,
+                                     uint32_t *badsum, uint32_t *set, struct stretch *segs)
+{
+	size_t count = stretches(t, n, p, wsum, badsum, segs);
+	uint64_t heaviest = 0;
+	for (size_t k = 0; k < count; k++)
+		if (segs[k].weight > heaviest)
+			heaviest = segs[k].weight;
+	for (size_t k = count; k-- > 0;) {
+		if (segs[k].weight * LATEST_SHARE < heaviest)
+			continue;
+		struct stretch s = refine(t, n, p, segs[k], wsum, badsum, set);
+		if (s.weight && s.bad * 5 <= (s.hi - s.lo) / p)
+			return s;
+	}
+	return (struct stretch){ 0, 0, 0, 0, 0 };
+}
+
 /* Whether stretches a and b cover mostly the same tokens (half of the shorter one): the same
  * loop seen with two periods (twice the period fits as well as the period itself). */
 static bool same_part(const struct stretch *a, const struct stretch *b)
@@ -195,8 +201,9 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 	uint32_t *badsum = malloc((n + 1) * sizeof(*badsum));
 	uint32_t *set = malloc(max_period * sizeof(*set));
 	struct stretch *cand = calloc(max_period + 1, sizeof(*cand));
+	struct stretch *segs = malloc((n / 3 + 1) * sizeof(*segs));
 	bool found = false;
-	if (!wsum || !badsum || !set || !cand)
+	if (!wsum || !badsum || !set || !cand || !segs)
 		goto done;
 	wsum[0] = 0;
 	for (size_t i = 0; i < n; i++)  /* +1: a token counts even with no launch before it */
@@ -204,11 +211,8 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 
 	uint64_t heaviest_weight = 0;
 	for (size_t p = 1; p <= max_period; p++) {
-		struct stretch s = loop_of_period(t, n, p, wsum, badsum);
+		struct stretch s = loop_of_period(t, n, p, wsum, badsum, set, segs);
 		if (s.weight == 0)
-			continue;
-		s = refine(t, n, p, s, wsum, badsum, set);
-		if (s.weight == 0 || s.bad * 5 > (s.hi - s.lo) / p)  /* disturbed too often */
 			continue;
 		cand[p] = s;
 		if (s.weight > heaviest_weight)
@@ -234,5 +238,6 @@ done:
 	free(badsum);
 	free(set);
 	free(cand);
+	free(segs);
 	return found;
 }
