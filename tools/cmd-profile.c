@@ -135,8 +135,8 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 		printf(": no bound (no GPU work recorded in the window)\n");
 }
 
-/* " (N in M graph launches)" where the program launched graphs of its own, per `per`; those
- * launches are already graphed, and their host cost is no launch call's. */
+/* " (N in M launches of the program's own graphs)", per `per`, where it launched graphs of its
+ * own: those launches are graphed already, and their host cost is no launch call's. */
 static void cg_profile_graphs(char *buf, size_t len, const struct cg_profile *p, double per,
                               const char *fmt)
 {
@@ -163,7 +163,7 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 		printf(" (and %zu that reached the driver and did no work)", m->files - worked);
 	printf("\n");
 	printf("  ops / launches             %.0f / %.0f\n", ops, launches);
-	double per_iter = 0;  /* launch calls per iteration: what cugraft could put in graphs */
+	double per_iter = 0;
 	if (p->found && p->iterations_found) {
 		double n = p->iterations;
 		per_iter = p->launch_calls / n;
@@ -194,8 +194,6 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 		printf("  learnable share            %.1f%% of ops repeat (ops_replayable / ops)\n", 100 * share);
 		printf("  rough verdict              %s\n",
 		       share < 0.5 ? "little repeats: graphs will help little" :
-		       per_iter < 100 && p->graph_launched > p->launch_calls ?
-		       "most launches already run in the program's own graphs: little is left to graph" :
 		       per_iter >= 100 ? "many launches per iteration that repeat: graphs are likely to help" :
 		       "the work repeats but iterations launch little: expect a small gain");
 	}
