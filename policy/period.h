@@ -21,8 +21,8 @@ struct cg_period {
  * boundaries). weight[i] (NULL: all equal) is what token i stands for, the launches since the
  * previous boundary. The loop is the last stretch that carries at least an eighth of the
  * launches of the heaviest: a compile or autotuning phase before it may launch more (thousands
- * of tiny benchmark launches), a run of teardown frees or a short evaluation after it carries
- * too little. The pattern may break (a token inserted or changed) at most once per 5
+ * of tiny benchmark launches); a run of teardown frees after it carries too little, and so does
+ * a final evaluation unless it launches more than that eighth (then it is taken for the loop). The pattern may break (a token inserted or changed) at most once per 5
  * iterations: a loop that reads its loss every 10 steps has a period of one step, while a run
  * of foreign tokens ends the stretch. The price: a step made of one token repeated 4 times or
  * more and another one (gradient accumulation with a sync per micro-step) counts its
