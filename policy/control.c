@@ -31,6 +31,15 @@
  * the next probe costs at most this share of the time held (a C loop four times faster in
  * graphs: one eager epoch per ~400 graphed ones). */
 #define CG_CONTROL_PROBE_SHARE 0.01
+/* The first probe's eager epochs are a price a short job never earns back: where graphs save
+ * the host at least this share of an epoch's time in launch calls (by the launch cost model:
+ * a loop that is mostly launching), they run CG_CONTROL_TRUST settled epochs before it. What
+ * the model cannot see (work held back from a GPU the host then waits for) is what the probe
+ * measures after them; the cost of a wrong trust is bounded by those epochs. A loop that
+ * launches little next to its other work (a Python step, the program's own graphs) gains
+ * little either way and is probed at once. */
+#define CG_CONTROL_TRUST_SHARE 0.25
+#define CG_CONTROL_TRUST 16
 /* Epochs in a row that a probe may skip because graphs were built or timed in them (one-time
  * costs that say nothing about either mode); after that the epoch counts as it is. */
 #define CG_CONTROL_UNSETTLED_MAX 3
@@ -208,16 +217,29 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 }
 
 /* An epoch of c->defer's mode ended, `per_op` ns per op over `epoch_ns`; `graphed`: settled
- * throughout (control.h). */
+ * throughout (control.h); `saving`: the share of epoch_ns its graphs saved in launch calls. */
 static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bool graphed,
-                      struct cg_control_decision *out)
+                      double saving, struct cg_control_decision *out)
 {
 	switch (c->phase) {
 	case CG_CTL_WAIT:
 		if (!graphed)
 			return false;
+		if (saving >= CG_CONTROL_TRUST_SHARE) {
+			c->phase = CG_CTL_TRUST;
+			c->hold = CG_CONTROL_TRUST;
+			return false;
+		}
 		/* A whole epoch with graphs settled: the probe starts with it as its first graphed
 		 * sample (graphed first: where graphs win big, the eager epochs are the cost). */
+		start_probe(c);
+		add_sample(c, per_op, epoch_ns);
+		break;
+	case CG_CTL_TRUST:
+		/* Counted in settled epochs; one whose graphs save less ends the trust at once. */
+		if (!graphed || (saving >= CG_CONTROL_TRUST_SHARE && --c->hold))
+			return false;
+		c->hold = 0;
 		start_probe(c);
 		add_sample(c, per_op, epoch_ns);
 		break;
@@ -256,7 +278,7 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 }
 
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool waited,
-                         bool graphed, struct cg_control_decision *out)
+                         bool graphed, uint64_t saved_ns, struct cg_control_decision *out)
 {
 	if (!c->epoch_ns) {
 		c->epoch_ns = end;  /* the first interval only marks where measuring starts */
@@ -270,6 +292,7 @@ bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool 
 	}
 	note_interval(c, ops);
 	c->epoch_ops += ops;
+	c->epoch_saved_ns += saved_ns;
 	c->epoch_graphed &= graphed;
 	c->epoch_intervals++;
 	if (!epoch_complete(c, end))
@@ -277,10 +300,12 @@ bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool 
 	uint64_t epoch_ns = end - c->epoch_ns;
 	double per_op = (double)epoch_ns / (double)(c->epoch_ops ? c->epoch_ops : 1);
 	bool settled = c->epoch_graphed;
+	double saving = epoch_ns ? (double)c->epoch_saved_ns / (double)epoch_ns : 0;
 	c->epoch_len = c->epoch_intervals;
 	c->epoch_ns = end;
 	c->epoch_ops = 0;
+	c->epoch_saved_ns = 0;
 	c->epoch_intervals = 0;
 	c->epoch_graphed = true;
-	return epoch_end(c, per_op, epoch_ns, settled, out);
+	return epoch_end(c, per_op, epoch_ns, settled, saving, out);
 }

@@ -17,6 +17,8 @@
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
 #define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
 #define CG_PLACE_SETTLED 3    /* runs by which a place's chunk leads another before it is trusted */
+#define CG_SPLITS 16  /* exposed chunks a stream cuts in two (cut_exposed), at most */
+#define CG_SPLIT_MIN 8  /* ops in each part, at least */
 #define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
 
 struct cg_engine {
@@ -46,6 +48,7 @@ struct cg_engine {
 	uint64_t ctl_timed;      /* `timed` when the controller last looked */
 	uint64_t built;          /* atomic: graphs built so far (each costs its build once) */
 	uint64_t ctl_built;      /* `built` when the controller last looked */
+	uint64_t ctl_saved;      /* launch time saved by graphs (ns) when it last looked */
 };
 
 struct cg_stream {
@@ -68,6 +71,8 @@ struct cg_stream {
 	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
 	uint32_t len_max;           /* chunks are cut at this length (cfg.chunk_max, or less once
 	                               a short loop's whole unit was exposed) */
+	uint64_t split[CG_SPLITS];  /* op hashes chunks are cut after: exposed chunks' middles */
+	uint32_t nsplit;
 	uint64_t tick;              /* LRU clock */
 	uint64_t epoch;             /* program boundaries so far: instance positions restart */
 	uint32_t timeouts;          /* deferrals that hit the budget */
@@ -518,9 +523,17 @@ static double host_saved(const struct cg_engine *e, const struct cg_chunk *t)
 	return saved > 0 ? saved : 0;
 }
 
+/* Could an eager sample still lead the gate to act? It acts on a graph slower than its eager
+ * ops by more than the host time it saves, so not on one under that saving (CG_GATE_PLAUSIBLE
+ * for the noise of a few samples), nor once a pair of samples shows the graph slower by less
+ * than half of it: GPU times of the same ops read back by events differ by far less from one
+ * run to the next, and every further eager sample costs the replay of an occurrence. */
 static bool gate_plausible(const struct cg_engine *e, const struct cg_chunk *t)
 {
-	return t->graph_n && t->graph_us / t->graph_n > CG_GATE_PLAUSIBLE * host_saved(e, t);
+	double saved = host_saved(e, t);
+	if (!t->graph_n || t->graph_us / t->graph_n <= CG_GATE_PLAUSIBLE * saved)
+		return false;
+	return !t->eager_n || t->graph_us / t->graph_n - t->eager_us / t->eager_n >= saved / 2;
 }
 
 static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
@@ -856,6 +869,15 @@ static void drop_front(struct cg_stream *s, uint32_t k)
 	cg_scratch_drop_front(&s->sc, k);
 }
 
+/* Is an op of this hash where an exposed chunk was cut in two (cut_exposed)? */
+static bool split_after(const struct cg_stream *s, uint64_t hash)
+{
+	for (uint32_t i = 0; i < s->nsplit; i++)
+		if (s->split[i] == hash)
+			return true;
+	return false;
+}
+
 /* The op runs eagerly (the caller submits it) and is learned. */
 static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
@@ -884,8 +906,9 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	 * graphs of that part's length for good (a loop of one kernel in graphs of 18, not 32);
 	 * the part runs on to the next anchor cut, a unit later, and its front is dropped there. */
 	bool unit_cut = s->per.cut && !(s->per.unit && n < s->per.unit);
-	if (content || unit_cut || place || n >= s->len_max) {
-		s->length_cut = !content && !unit_cut && !place;
+	bool split = !s->per.unit && n >= CG_SPLIT_MIN && split_after(s, hash);
+	if (content || unit_cut || place || split || n >= s->len_max) {
+		s->length_cut = !content && !unit_cut && !place && !split;
 		cut(s, true, true);
 	}
 	return CG_PASS;
@@ -898,14 +921,23 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
  * stream's op closes it reports what a finished probe decided. */
 #define CG_CTL_BATCH 32  /* a stream's ops between two looks at every stream's count */
 
-/* Ops submitted on every stream so far (those of freed streams included). */
-static uint64_t ops_total(struct cg_engine *e)
+/* Over every stream so far (freed streams included): ops submitted, and the host time in launch
+ * calls that graph launches saved, by the launch cost model (the ops they ran, as launches, less
+ * the graph launches), in ns. */
+static uint64_t ops_total(struct cg_engine *e, uint64_t *saved_ns)
 {
 	pthread_mutex_lock(&e->lock);
-	uint64_t n = e->retired.ops;
-	for (const struct cg_stream *s = e->streams; s; s = s->next)
+	uint64_t n = e->retired.ops, replayed = e->retired.ops_replayed;
+	uint64_t launches = e->retired.graph_launches;
+	for (const struct cg_stream *s = e->streams; s; s = s->next) {
 		n += __atomic_load_n(&s->st.ops, __ATOMIC_RELAXED);
+		replayed += __atomic_load_n(&s->st.ops_replayed, __ATOMIC_RELAXED);
+		launches += __atomic_load_n(&s->st.graph_launches, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&e->lock);
+	double saved = 1000 * ((double)replayed * e->cfg.launch_host_us -
+	                       (double)launches * e->cfg.graph_launch_host_us);
+	*saved_ns = saved > 0 ? (uint64_t)saved : 0;
 	return n;
 }
 
@@ -919,7 +951,8 @@ static void control_op(struct cg_stream *s)
 	 * submitted before their next look (that counts in the next interval). */
 	if (s->st.ops < s->ctl_next && !__atomic_load_n(&e->ctl_wait_ns, __ATOMIC_RELAXED))
 		return;
-	uint64_t total = ops_total(e);
+	uint64_t saved;
+	uint64_t total = ops_total(e, &saved);
 	struct cg_control_decision d;
 	bool decided = false;
 	pthread_mutex_lock(&e->ctl_lock);
@@ -944,8 +977,10 @@ static void control_op(struct cg_stream *s)
 		               timed == e->ctl_timed && built == e->ctl_built;
 		e->ctl_timed = timed;
 		e->ctl_built = built;
+		uint64_t saved_since = saved > e->ctl_saved ? saved - e->ctl_saved : 0;
+		e->ctl_saved = saved;
 		decided = cg_control_interval(&e->ctl, wait ? (n ? n - 1 : 0) : n, end, wait != 0,
-		                              settled, &d);
+		                              settled, saved_since, &d);
 		__atomic_store_n(&e->ctl_probing, e->ctl.phase == CG_CTL_PROBE, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->ctl_defer, e->ctl.defer, __ATOMIC_RELAXED);
 	}
@@ -1134,6 +1169,30 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s)
 	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
 }
 
+/* An exposed chunk (below) is learned again in two parts, cut after its middle op wherever an
+ * op of that hash comes: the first part's graph starts on the GPU while the host still submits
+ * the rest, and only the last part's time is waited for whole; that part is timed and judged as
+ * a chunk of its own, and cut again if exposed in turn, down to CG_SPLIT_MIN ops. A short loop
+ * whose whole unit is exposed (the loop is one chunk) is cut at half its unit's length. */
+static void cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
+{
+	if (t->n < 2 * CG_SPLIT_MIN)
+		return;
+	if (s->per.unit) {
+		if (t->n >= s->per.unit) {
+			cg_loop_no_units(&s->per);
+			s->len_max = t->n / 2;
+			ST(s, exposed_splits, 1);
+		}
+		return;
+	}
+	uint64_t middle = t->hash[t->n / 2 - 1];
+	if (s->nsplit < CG_SPLITS && !split_after(s, middle)) {
+		s->split[s->nsplit++] = middle;
+		ST(s, exposed_splits, 1);
+	}
+}
+
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us)
 {
 	struct cg_chunk *t = cg_index_find_key(&s->ix, chunk_key);
@@ -1174,13 +1233,8 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	if (r == CG_R_NONE)
 		return;
 	disable(s, t, r);
-	/* A whole unit of a short loop exposed (the loop is one chunk, and the host waits for it
-	 * every iteration): cut shorter, the graphs before the wait start while the host still
-	 * submits, and only the last chunk's time is waited for whole. */
-	if (r == CG_R_EXPOSED && s->per.unit && t->n >= s->per.unit && t->n >= 16) {
-		cg_loop_no_units(&s->per);
-		s->len_max = t->n / 2;
-	}
+	if (r == CG_R_EXPOSED)
+		cut_exposed(s, t);
 	if (s->deferring && !s->ncand && !s->complete)
 		end_deferral(s, r);
 }

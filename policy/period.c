@@ -21,19 +21,27 @@ static uint64_t launches_in(const uint64_t *wsum, size_t lo, size_t hi)
 	return wsum[hi] - wsum[lo] - (hi - lo);
 }
 
-/* The heaviest stretch of period p. A position i >= p is bad when t[i] != t[i - p]. Bad
- * positions denser than half of a window of 4p + 4 end a stretch: one inserted token makes at
- * most p + 1 of them in a row (each position then compares against a shifted one), a changed
- * one 2, so noise, even two disturbances close together, does not, while a prologue or an
- * epilogue of other tokens does. */
-static struct stretch heaviest(const uint32_t *t, size_t n, size_t p, const uint64_t *wsum,
-                               uint32_t *badsum)
+/* Phases before the loop can carry more launches than the loop does within the sequence kept:
+ * compilation and autotuning repeat thousands of tiny benchmark launches, while a loop that
+ * replays its own graphs makes few launch calls per step. What they lack is the end: the
+ * program's loop is the phase that runs until it stops. So the loop is the last stretch (by
+ * its end) that carries at least 1/LATEST_SHARE of the launches of the heaviest; the floor keeps
+ * short phases after the loop (a final evaluation, reads of results, frees) from passing for
+ * it. The rule picks among the stretches of one period, then among periods. */
+enum { LATEST_SHARE = 8 };
+
+/* The stretches of period p, in order, into segs (room for n / 3 + 1). A position i >= p is
+ * bad when t[i] != t[i - p]. Bad positions denser than half of a window of 4p + 4 end a
+ * stretch: one inserted token makes at most p + 1 of them in a row (each position then
+ * compares against a shifted one), a changed one 2, so noise, even two disturbances close
+ * together, does not, while a prologue or an epilogue of other tokens does. */
+static size_t stretches(const uint32_t *t, size_t n, size_t p, const uint64_t *wsum,
+                        uint32_t *badsum, struct stretch *segs)
 {
 	badsum[0] = 0;
 	for (size_t i = 0; i < n; i++)
 		badsum[i + 1] = badsum[i] + (i >= p && t[i] != t[i - p]);
-	struct stretch best = { 0, 0, 0, 0, 0 };
-	size_t win = 4 * p + 4, seg = p;  /* the current stretch's positions start at seg */
+	size_t count = 0, win = 4 * p + 4, seg = p;  /* the current stretch's positions start at seg */
 	for (size_t i = p; i <= n; i++) {
 		bool dense = false;
 		if (i < n && i + 1 >= p + win) {
@@ -47,12 +55,11 @@ static struct stretch heaviest(const uint32_t *t, size_t n, size_t p, const uint
 		if (end > seg && end - seg + p >= 3 * p) {
 			struct stretch s = { seg - p, end, badsum[end] - badsum[seg], 0, 0 };
 			s.weight = weight_of(wsum, s.lo, s.hi);
-			if (s.weight > best.weight)
-				best = s;
+			segs[count++] = s;
 		}
 		seg = i + 1;
 	}
-	return best;
+	return count;
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -123,6 +130,66 @@ static struct stretch refine(const uint32_t *t, size_t n, size_t p, struct stret
 	return s;
 }
 
+/* The loop's stretch of period p, by the rule above: the last stretch carrying the share of
+ * the heaviest that is still a loop once its ends are fixed and not disturbed more than once
+ * per 5 iterations. weight 0: none. */
+static struct stretch loop_of_period(const uint32_t *t, size_t n, size_t p, const uint64_t *wsum,
+                                     uint32_t *badsum, uint32_t *set, struct stretch *segs)
+{
+	size_t count = stretches(t, n, p, wsum, badsum, segs);
+	uint64_t heaviest = 0;
+	for (size_t k = 0; k < count; k++)
+		if (segs[k].weight > heaviest)
+			heaviest = segs[k].weight;
+	for (size_t k = count; k-- > 0;) {
+		if (segs[k].weight * LATEST_SHARE < heaviest)
+			continue;
+		struct stretch s = refine(t, n, p, segs[k], wsum, badsum, set);
+		if (s.weight && s.bad * 5 <= (s.hi - s.lo) / p)
+			return s;
+	}
+	return (struct stretch){ 0, 0, 0, 0, 0 };
+}
+
+/* Whether stretches a and b cover mostly the same tokens (half of the shorter one): the same
+ * loop seen with two periods (twice the period fits as well as the period itself). */
+static bool same_part(const struct stretch *a, const struct stretch *b)
+{
+	size_t lo = a->lo > b->lo ? a->lo : b->lo, hi = a->hi < b->hi ? a->hi : b->hi;
+	size_t shorter = a->hi - a->lo < b->hi - b->lo ? a->hi - a->lo : b->hi - b->lo;
+	return hi > lo && 2 * (hi - lo) >= shorter;
+}
+
+/* The loop among the candidate stretches (cand[p].weight == 0: none of period p), by the rule
+ * above. Among the stretches covering the same part of the sequence, the smallest period wins
+ * that carries nearly the most launches (twice the period fits as well as the period itself),
+ * or that divides the period of the one carrying the most and carries half as much: a
+ * multiple of the loop's period tolerates longer runs of noise, so its stretch reaches further
+ * into the tokens around the loop. Returns 0 when there is none. */
+static size_t pick(const struct stretch *cand, size_t max_period, uint64_t heaviest_weight)
+{
+	const struct stretch *last = NULL;
+	for (size_t p = 1; p <= max_period; p++)
+		if (cand[p].weight && cand[p].weight * LATEST_SHARE >= heaviest_weight &&
+		    (!last || cand[p].hi > last->hi))
+			last = &cand[p];
+	if (!last)
+		return 0;
+	size_t most = 0;
+	for (size_t p = 1; p <= max_period; p++)
+		if (cand[p].weight && same_part(&cand[p], last) &&
+		    (!most || cand[p].weight > cand[most].weight))
+			most = p;
+	for (size_t p = 1; p <= max_period; p++) {
+		if (!cand[p].weight || !same_part(&cand[p], last))
+			continue;
+		if (cand[p].weight * 10 >= cand[most].weight * 9 ||
+		    (most % p == 0 && cand[p].weight * 2 >= cand[most].weight))
+			return p;
+	}
+	return 0;
+}
+
 bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t max_period,
                     struct cg_period *out)
 {
@@ -134,8 +201,9 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 	uint32_t *badsum = malloc((n + 1) * sizeof(*badsum));
 	uint32_t *set = malloc(max_period * sizeof(*set));
 	struct stretch *cand = calloc(max_period + 1, sizeof(*cand));
+	struct stretch *segs = malloc((n / 3 + 1) * sizeof(*segs));
 	bool found = false;
-	if (!wsum || !badsum || !set || !cand)
+	if (!wsum || !badsum || !set || !cand || !segs)
 		goto done;
 	wsum[0] = 0;
 	for (size_t i = 0; i < n; i++)  /* +1: a token counts even with no launch before it */
@@ -143,20 +211,15 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 
 	uint64_t heaviest_weight = 0;
 	for (size_t p = 1; p <= max_period; p++) {
-		struct stretch s = heaviest(t, n, p, wsum, badsum);
+		struct stretch s = loop_of_period(t, n, p, wsum, badsum, set, segs);
 		if (s.weight == 0)
-			continue;
-		s = refine(t, n, p, s, wsum, badsum, set);
-		if (s.weight == 0 || s.bad * 5 > (s.hi - s.lo) / p)  /* disturbed too often */
 			continue;
 		cand[p] = s;
 		if (s.weight > heaviest_weight)
 			heaviest_weight = s.weight;
 	}
-	size_t p = 1;
-	while (p <= max_period && !(cand[p].weight && cand[p].weight * 10 >= heaviest_weight * 9))
-		p++;
-	if (p > max_period)
+	size_t p = pick(cand, max_period, heaviest_weight);
+	if (p == 0)
 		goto done;
 	/* Inserted tokens make the stretch longer than its iterations: count them by launches
 	 * where the loop launches (rounded: a changed launch count is noise too). */
@@ -175,5 +238,6 @@ done:
 	free(badsum);
 	free(set);
 	free(cand);
+	free(segs);
 	return found;
 }

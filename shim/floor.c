@@ -21,15 +21,18 @@ enum { TOKENS = 1 << 16, MAX_PERIOD = 1000, KIND_SHIFT = 24 };
 
 struct tokens {
 	uint32_t tok[TOKENS];       /* boundary kind << 24 | launches since the previous one */
-	uint32_t launches[TOKENS];
+	uint32_t launches[TOKENS];  /* launch calls and the launches of graphs */
+	uint32_t graph[TOKENS];     /* of them in graphs */
+	uint32_t graphs[TOKENS];    /* graph launches */
 	uint64_t t[TOKENS];         /* when the boundary was made (the activity records' clock) */
 	uint64_t host_ns[TOKENS];   /* time in launch calls since the previous boundary */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tokens *ring;
-static uint64_t made, calls_before, ns_before;     /* under lock */
+static uint64_t made, calls_before, ns_before, graph_before, graphs_before;  /* under lock */
 static _Atomic uint64_t launch_calls, launch_ns;
+static _Atomic uint64_t graph_launches, graph_launched;  /* graph launches, their nodes */
 static uint64_t started;
 static cg_clock_fn now = cg_monotonic_ns;
 static bool activity;
@@ -45,6 +48,51 @@ void cg_floor_launch(uint64_t t0)
 	uint64_t ns = cg_monotonic_ns() - t0;
 	atomic_fetch_add_explicit(&launch_ns, ns, memory_order_relaxed);
 	atomic_fetch_add_explicit(&launch_calls, 1, memory_order_relaxed);
+}
+
+/* The program's executable graphs and the launches each stands for: an open-addressed table
+ * of exec handles (a destroyed exec's handle, when the driver gives it out again, is
+ * instantiated again and takes its slot over). Full, further graphs count as no launches. */
+enum { GRAPHS = 4096 };
+static struct { CUgraphExec exec; uint32_t launches; } graph_table[GRAPHS];
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t graph_slot(CUgraphExec exec)  /* called with graph_lock held */
+{
+	size_t i = (size_t)(((uintptr_t)exec >> 4) * 0x9e3779b97f4a7c15ull % GRAPHS);
+	for (size_t k = 0; k < GRAPHS; k++, i = (i + 1) % GRAPHS)
+		if (graph_table[i].exec == exec || graph_table[i].exec == NULL)
+			return i;
+	return GRAPHS;
+}
+
+void cg_floor_graph(CUgraphExec exec, uint32_t launches)
+{
+	if (!atomic_load_explicit(&cg_floor_timing, memory_order_relaxed) || exec == NULL)
+		return;
+	pthread_mutex_lock(&graph_lock);
+	size_t i = graph_slot(exec);
+	if (i < GRAPHS) {
+		graph_table[i].exec = exec;
+		graph_table[i].launches = launches;
+	}
+	pthread_mutex_unlock(&graph_lock);
+	static atomic_bool warned;
+	if (i == GRAPHS && !atomic_exchange(&warned, true))
+		cg_log(CG_LOG_WARN, "CUGRAFT_PROFILE: more than %d graphs; later ones weigh no launches",
+		       GRAPHS);
+}
+
+void cg_floor_graph_launch(CUgraphExec exec)
+{
+	if (!atomic_load_explicit(&cg_floor_timing, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&graph_lock);
+	size_t i = graph_slot(exec);
+	uint32_t launches = i < GRAPHS && graph_table[i].exec == exec ? graph_table[i].launches : 0;
+	pthread_mutex_unlock(&graph_lock);
+	atomic_fetch_add_explicit(&graph_launched, launches, memory_order_relaxed);
+	atomic_fetch_add_explicit(&graph_launches, 1, memory_order_relaxed);
 }
 
 void cg_floor_start(void)
@@ -73,20 +121,27 @@ void cg_floor_token(enum cg_reason why)
 	pthread_mutex_lock(&lock);
 	uint64_t calls = atomic_load_explicit(&launch_calls, memory_order_relaxed);
 	uint64_t ns = atomic_load_explicit(&launch_ns, memory_order_relaxed);
-	uint64_t since = calls - calls_before;
+	uint64_t in_graphs = atomic_load_explicit(&graph_launched, memory_order_relaxed);
+	uint64_t graphs = atomic_load_explicit(&graph_launches, memory_order_relaxed);
+	uint64_t graph = in_graphs - graph_before, since = calls - calls_before + graph;
 	size_t i = (size_t)(made++ % TOKENS);
 	ring->tok[i] = (uint32_t)why << KIND_SHIFT | (uint32_t)(since < 0xffffff ? since : 0xffffff);
 	ring->launches[i] = since < UINT32_MAX ? (uint32_t)since : UINT32_MAX;
+	ring->graph[i] = graph < UINT32_MAX ? (uint32_t)graph : UINT32_MAX;
+	ring->graphs[i] = (uint32_t)(graphs - graphs_before);
 	ring->t[i] = now();
 	ring->host_ns[i] = ns - ns_before;
 	calls_before = calls;
 	ns_before = ns;
+	graph_before = in_graphs;
+	graphs_before = graphs;
 	pthread_mutex_unlock(&lock);
 }
 
 /* What the window holds: whole iterations when a period was found, else the whole run. */
 struct window {
 	uint64_t t0, t1, launches, host_ns, syncs;
+	uint64_t graph_launches, graph_launched;  /* the program's own graphs and their nodes */
 	size_t iterations, period, disturbances;
 };
 
@@ -112,20 +167,25 @@ static void find_window(struct window *w, const uint32_t *tok, const uint32_t *w
 		return;
 	size_t last = first + tokens - 1;
 	/* A loop with no boundary inside is one token, however many launches it makes; what then
-	 * repeats is what comes after it (its results read one by one). Iterations that hold less
-	 * than half of the launches the boundaries saw are not the program's loop. */
-	uint64_t in = 0, all = 0;
+	 * repeats is what comes after it (its results read one by one). Iterations that together
+	 * launch less than one stretch without a boundary elsewhere are not where the program
+	 * works. (Not a share of all launches: a compile phase before a loop that replays graphs
+	 * can launch more than the loop.) */
+	uint64_t in = 0, single = 0;
 	for (size_t k = 0; k < n; k++)
-		all += wt[k];
+		if ((k < first || k > last) && wt[k] > single)
+			single = wt[k];
 	for (size_t k = first; k <= last; k++)
 		in += AT(launches, k);
-	if (2 * in < all)
+	if (in < single)
 		return;
 	w->t0 = AT(t, first - 1);
 	w->t1 = AT(t, last);
-	w->launches = w->host_ns = w->syncs = 0;
+	w->launches = w->host_ns = w->syncs = w->graph_launches = w->graph_launched = 0;
 	for (size_t k = first; k <= last; k++) {
-		w->launches += AT(launches, k);
+		w->launches += AT(launches, k) - AT(graph, k);
+		w->graph_launched += AT(graph, k);
+		w->graph_launches += AT(graphs, k);
 		w->host_ns += AT(host_ns, k);
 		w->syncs += tok[k] >> KIND_SHIFT == CG_R_SYNC;
 	}
@@ -146,6 +206,8 @@ void cg_floor_json(struct cg_json *j)
 	struct window w = {
 		.t0 = started, .t1 = now(),
 		.launches = atomic_load(&launch_calls), .host_ns = atomic_load(&launch_ns),
+		.graph_launches = atomic_load(&graph_launches),
+		.graph_launched = atomic_load(&graph_launched),
 	};
 	pthread_mutex_lock(&lock);
 	size_t n = made < TOKENS ? (size_t)made : TOKENS;
@@ -172,6 +234,8 @@ void cg_floor_json(struct cg_json *j)
 	cg_json_uint(j, "period_boundaries", w.period);
 	cg_json_uint(j, "period_disturbances", w.disturbances);
 	cg_json_uint(j, "launch_calls", w.launches);
+	cg_json_uint(j, "graph_launches", w.graph_launches);
+	cg_json_uint(j, "graph_launched", w.graph_launched);
 	cg_json_double(j, "launch_host_us", (double)w.host_ns / 1e3);
 	cg_json_uint(j, "syncs", w.syncs);
 	cg_json_uint(j, "boundaries", boundaries);

@@ -30,6 +30,13 @@ void cg_floor_launch(uint64_t t0);
 	 ({ uint64_t t0_ = cg_monotonic_ns(); CUresult fr_ = (call); cg_floor_launch(t0_); fr_; }) : \
 	 (call))
 
+/* The program instantiated exec from a graph of `launches` kernel, memset and copy nodes (the
+ * launch calls it stands for); in profile mode only. */
+void cg_floor_graph(CUgraphExec exec, uint32_t launches);
+/* The program launches exec: in profile mode its nodes count as launches of the boundary the
+ * graph launch itself makes, so that a step replayed from a graph weighs what it runs. */
+void cg_floor_graph_launch(CUgraphExec exec);
+
 /* At start-up, when CUGRAFT_PROFILE is on: CUPTI activity (where it loads) and timing. */
 void cg_floor_start(void);
 /* A boundary the program made: one token of the iteration sequence (inline: the boundary

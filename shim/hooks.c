@@ -1,10 +1,13 @@
-/* Hand-written hooks that change more than "flush, then forward": the program's own captures,
- * lifetimes (stream, context, module), and attribute changes that are mostly repeats. */
+/* Hand-written hooks that change more than "flush, then forward": the program's own captures
+ * and graphs (weighed by what they run in profile mode), lifetimes (stream, context, module),
+ * and attribute changes that are mostly repeats. */
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "context.h"
 #include "counts.h"
 #include "driver.h"
+#include "floor.h"
 #include "image.h"
 #include "layout.h"
 #include "report.h"
@@ -77,6 +80,77 @@ CG_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 	COUNT(cuStreamEndCapture_ptsz);
 	return capture_ended(CG_REAL(cuStreamEndCapture_ptsz)(hStream, phGraph));
 }
+
+/* --- the program's own graphs: profile mode weighs a launch by what its graph runs -------- */
+
+/* The launches a graph stands for: its kernel, memset and copy nodes, each of which a launch
+ * call would have submitted (events, host functions, empty nodes are none; a child graph's
+ * nodes are not looked into). Walked once per instantiation, in profile mode only. */
+static uint32_t graph_launches(CUgraph g)
+{
+	size_t n = 0;
+	if (CG_REAL(cuGraphGetNodes)(g, NULL, &n) != CUDA_SUCCESS || n == 0)
+		return 0;
+	CUgraphNode *nodes = malloc(n * sizeof(*nodes));
+	uint32_t launches = 0;
+	if (nodes && CG_REAL(cuGraphGetNodes)(g, nodes, &n) == CUDA_SUCCESS)
+		for (size_t i = 0; i < n; i++) {
+			CUgraphNodeType type;
+			if (CG_REAL(cuGraphNodeGetType)(nodes[i], &type) == CUDA_SUCCESS)
+				launches += type == CU_GRAPH_NODE_TYPE_KERNEL ||
+				            type == CU_GRAPH_NODE_TYPE_MEMSET ||
+				            type == CU_GRAPH_NODE_TYPE_MEMCPY;
+		}
+	free(nodes);
+	return launches;
+}
+
+static CUresult instantiated(CUresult r, CUgraphExec *exec, CUgraph g)
+{
+	if (r == CUDA_SUCCESS && atomic_load_explicit(&cg_floor_timing, memory_order_relaxed))
+		cg_floor_graph(*exec, graph_launches(g));
+	return r;
+}
+
+#define INSTANTIATE(n, params, args, exec, g)                                                   \
+	CUresult n params;                                                                      \
+	CG_EXPORT CUresult n params                                                             \
+	{                                                                                       \
+		if (active())                                                                   \
+			COUNT(n);                                                                \
+		return instantiated(CG_REAL(n) args, exec, g);                                  \
+	}
+
+INSTANTIATE(cuGraphInstantiateWithFlags,
+            (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags),
+            (phGraphExec, hGraph, flags), phGraphExec, hGraph)
+INSTANTIATE(cuGraphInstantiateWithParams,
+            (CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+            (phGraphExec, hGraph, instantiateParams), phGraphExec, hGraph)
+INSTANTIATE(cuGraphInstantiateWithParams_ptsz,
+            (CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+            (phGraphExec, hGraph, instantiateParams), phGraphExec, hGraph)
+
+/* A boundary like any other (flush, then forward), which first tells profile mode the launches
+ * the graph runs, so that they count in the token this boundary makes. */
+#define GRAPH_LAUNCH(n, ptsz)                                                                   \
+	CUresult n(CUgraphExec hGraphExec, CUstream hStream);                                   \
+	CG_EXPORT CUresult n(CUgraphExec hGraphExec, CUstream hStream)                          \
+	{                                                                                       \
+		if (active()) {                                                                 \
+			COUNT(n);                                                               \
+			cg_tl_api = #n;                                                         \
+			cg_floor_graph_launch(hGraphExec);                                      \
+			cg_boundary_stream(hStream, ptsz, CG_R_CAPTURE);                        \
+		}                                                                               \
+		cg_tl_forwarding++; /* the audit's mark: this submission came through */         \
+		CUresult r_ = CG_REAL(n)(hGraphExec, hStream);                                  \
+		cg_tl_forwarding--;                                                             \
+		return r_;                                                                      \
+	}
+
+GRAPH_LAUNCH(cuGraphLaunch, false)
+GRAPH_LAUNCH(cuGraphLaunch_ptsz, true)
 
 /* --- lifetimes: pending work is submitted and graphs destroyed while their objects live ----
  * Each hook serves both ABI versions of its entry point (same prototype); `entry` is the one

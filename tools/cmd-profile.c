@@ -16,6 +16,7 @@ struct cg_profile {
 	bool found;
 	bool iterations_found;    /* else the figures are the whole run's */
 	double wall_us, launch_host_us, launch_calls, iterations, period, syncs;
+	double graph_launches, graph_launched;  /* the program's own graphs, the launches they ran */
 	double gpu_busy_us;       /* < 0: unavailable, for the reason in `why` */
 	char why[160];
 };
@@ -31,6 +32,8 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 	p->wall_us = jv_num(jv_get(o, "wall_us"), 0);
 	p->launch_host_us = jv_num(jv_get(o, "launch_host_us"), 0);
 	p->launch_calls = jv_num(jv_get(o, "launch_calls"), 0);
+	p->graph_launches = jv_num(jv_get(o, "graph_launches"), 0);
+	p->graph_launched = jv_num(jv_get(o, "graph_launched"), 0);
 	p->iterations = jv_num(jv_get(o, "iterations"), 0);
 	p->period = jv_num(jv_get(o, "period_boundaries"), 0);
 	p->syncs = jv_num(jv_get(o, "syncs"), 0);
@@ -39,11 +42,25 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 	snprintf(p->why, sizeof p->why, "%s", why ? why : "not in the report");
 }
 
-/* Reads and removes every report the job's processes wrote into dir. The profile shown is the
- * process that launched most (one rank of a data-parallel job stands for the others). */
-static void cg_profile_collect(const char *dir, struct cg_merged *m, struct cg_profile *best,
-                               size_t *profiles)
+/* Whether a process's report shows CUDA work: ops or boundaries. A process can reach the
+ * driver and do nothing with it (PyTorch's compile workers look CUDA up); it writes a summary
+ * of zeros. A report without a summary has fallback records, hence ops. */
+static bool cg_profile_worked(const struct cg_rfile *f)
 {
+	if (f->summary == NULL)
+		return f->n_fallbacks > 0;
+	const struct jv *o = jv_get(f->summary, "profile");
+	return jv_num(jv_get(f->summary, "ops"), 0) > 0 ||
+	       (o != NULL && jv_num(jv_get(o, "boundaries"), 0) > 0);
+}
+
+/* Reads and removes every report the job's processes wrote into dir. The profile shown is the
+ * process that launched most (one rank of a data-parallel job stands for the others); `worked`
+ * counts the processes with CUDA work. */
+static void cg_profile_collect(const char *dir, struct cg_merged *m, struct cg_profile *best,
+                               size_t *worked)
+{
+	size_t profiles = 0;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d != NULL && (e = readdir(d)) != NULL) {
@@ -55,10 +72,12 @@ static void cg_profile_collect(const char *dir, struct cg_merged *m, struct cg_p
 		if (cg_rfile_load(&f, path)) {
 			if (f.summary != NULL || f.n_fallbacks > 0)
 				cg_merged_add(m, &f);
+			*worked += cg_profile_worked(&f);
 			struct cg_profile p = { 0 };
 			if (f.summary != NULL)
 				cg_profile_read(&p, f.summary);
-			if (p.found && ((*profiles)++ == 0 || p.launch_calls > best->launch_calls))
+			if (p.found && (profiles++ == 0 || p.launch_calls + p.graph_launched >
+			                                      best->launch_calls + best->graph_launched))
 				*best = p;
 			cg_rfile_free(&f);
 		}
@@ -116,7 +135,21 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 		printf(": no bound (no GPU work recorded in the window)\n");
 }
 
-static void cg_profile_print(const struct cg_merged *m, const struct cg_profile *p, size_t profiles)
+/* " (N in M launches of the program's own graphs)", per `per`, where it launched graphs of its
+ * own: those launches are graphed already, and their host cost is no launch call's. */
+static void cg_profile_graphs(char *buf, size_t len, const struct cg_profile *p, double per,
+                              const char *fmt)
+{
+	buf[0] = 0;
+	if (p->graph_launches <= 0)
+		return;
+	char n[32], m[32];
+	snprintf(n, sizeof n, fmt, p->graph_launched / per);
+	snprintf(m, sizeof m, fmt, p->graph_launches / per);
+	snprintf(buf, len, " (%s in %s launches of the program's own graphs)", n, m);
+}
+
+static void cg_profile_print(const struct cg_merged *m, const struct cg_profile *p, size_t worked)
 {
 	printf("cugraft profile (record-only: nothing was deferred or graphed)\n");
 	if (m->files == 0 || m->partial == m->files) {
@@ -124,26 +157,32 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 		return;
 	}
 	double launches = cg_merged_total(m, "launches", 0), ops = cg_merged_total(m, "ops", 0);
-	printf("  processes with CUDA work   %zu%s\n", m->files,
-	       profiles > 1 ? " (per-iteration figures: the one that launched most)" : "");
+	printf("  processes with CUDA work   %zu%s", worked,
+	       worked > 1 ? " (per-iteration figures: the one that launched most)" : "");
+	if (m->files > worked)
+		printf(" (and %zu that reached the driver and did no work)", m->files - worked);
+	printf("\n");
 	printf("  ops / launches             %.0f / %.0f\n", ops, launches);
 	double per_iter = 0;
 	if (p->found && p->iterations_found) {
-		per_iter = p->launch_calls / p->iterations;
-		char a[32], b[32];
+		double n = p->iterations;
+		per_iter = p->launch_calls / n;
+		char a[32], b[32], g[160];
+		cg_profile_graphs(g, sizeof g, p, n, "%.1f");
 		printf("  iteration                  %.0f boundaries long (the period of the program's "
 		       "boundaries and launches); the last %.0f iterations measured\n",
-		       p->period, p->iterations);
-		printf("  per iteration              %s wall · %.1f launches · %.1f syncs · %s in launch calls\n",
-		       cg_time(a, sizeof a, p->wall_us / p->iterations), per_iter,
-		       p->syncs / p->iterations, cg_time(b, sizeof b, p->launch_host_us / p->iterations));
-		cg_profile_floor(p, p->iterations);
+		       p->period, n);
+		printf("  per iteration              %s wall · %.1f launches%s · %.1f syncs · %s in launch calls\n",
+		       cg_time(a, sizeof a, p->wall_us / n), (p->launch_calls + p->graph_launched) / n,
+		       g, p->syncs / n, cg_time(b, sizeof b, p->launch_host_us / n));
+		cg_profile_floor(p, n);
 	} else if (p->found) {
-		char a[32], b[32];
+		char a[32], b[32], g[160];
+		cg_profile_graphs(g, sizeof g, p, 1, "%.0f");
 		printf("  iterations                 none found (no repeating sequence of boundaries); "
 		       "figures over the run\n");
-		printf("  over the run               %s wall · %.0f launches · %s in launch calls\n",
-		       cg_time(a, sizeof a, p->wall_us), p->launch_calls,
+		printf("  over the run               %s wall · %.0f launches%s · %s in launch calls\n",
+		       cg_time(a, sizeof a, p->wall_us), p->launch_calls + p->graph_launched, g,
 		       cg_time(b, sizeof b, p->launch_host_us));
 		cg_profile_floor(p, 1);
 	} else {
@@ -199,9 +238,9 @@ int cg_cmd_profile(int argc, char **argv)
 	int status = cg_spawn(argv + i, env, sizeof env / sizeof env[0], NULL);
 	struct cg_merged m = { 0 };
 	struct cg_profile best = { 0 };
-	size_t profiles = 0;
-	cg_profile_collect(dir, &m, &best, &profiles);
-	cg_profile_print(&m, &best, profiles);
+	size_t worked = 0;
+	cg_profile_collect(dir, &m, &best, &worked);
+	cg_profile_print(&m, &best, worked);
 	cg_merged_free(&m);
 	return status;
 }

@@ -134,8 +134,11 @@ static void cg_print_control(const struct cg_rfile *f)
 	printf("  deferral   %s", mode ? mode : "?");
 	if (decisions < 1) {
 		const char *phase = jv_str(jv_get(c, "phase"));
-		printf(" (not measured: %s)\n", phase && strcmp(phase, "waiting") == 0
-		       ? "no epoch with graphs in use yet, or CUGRAFT_MEASURE=0" : "probe still running");
+		printf(" (not measured: %s)\n",
+		       !phase ? "?" :
+		       strcmp(phase, "waiting") == 0 ? "no epoch with graphs in use yet, or CUGRAFT_MEASURE=0" :
+		       strcmp(phase, "trusting") == 0 ? "graphs save much launch time; first probe not due yet" :
+		       "probe still running");
 		return;
 	}
 	double e = jv_num(jv_get(c, "eager_ns_per_op"), 0), g = jv_num(jv_get(c, "graphed_ns_per_op"), 0);

@@ -158,6 +158,19 @@ CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NO
   return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+  CG_ENTER(cuGraphNodeGetType);
+  static const CUgraphNodeType types[] = {
+    [CG_NODE_KERNEL] = CU_GRAPH_NODE_TYPE_KERNEL, [CG_NODE_MEMSET] = CU_GRAPH_NODE_TYPE_MEMSET,
+    [CG_NODE_MEMCPY] = CU_GRAPH_NODE_TYPE_MEMCPY, [CG_NODE_HOST] = CU_GRAPH_NODE_TYPE_HOST,
+  };
+  struct cg_node *n = node_get(hNode);
+  if (!n || !type) return CUDA_ERROR_INVALID_VALUE;
+  *type = types[n->kind];
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
   CG_ENTER(cuGraphGetNodes);

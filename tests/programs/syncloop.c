@@ -4,8 +4,12 @@
  * the "loss" back; a logging read every 10 iterations; then read-backs and frees. Prints
  * `checksum <hex>` and `launches per iteration <n>` (what the profile must find). --nosync: a
  * loop with no boundary at all (10 launches per iteration), every result read after it, as a
- * PyTorch loop that keeps its losses on the GPU does.
- * usage: syncloop [--iters N] [--syncs K] [--nosync] */
+ * PyTorch loop that keeps its losses on the GPU does. --graph: torch.compile's reduce-overhead
+ * shape: a compile phase that benchmarks a kernel (3 configs of 1000 launches, an event
+ * recorded after each, a sync after each config), a graph captured from 40 kernels, then per
+ * iteration one kernel, the graph's launch and a loss read (an async copy and a sync).
+ * --init-only: a context made, nothing else (as PyTorch's compile workers do).
+ * usage: syncloop [--iters N] [--syncs K] [--nosync] [--graph] [--init-only] */
 #include "prog.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,11 @@ int main(int argc, char **argv)
   const char *syncs_opt = prog_opt(argc, argv, "--syncs");
   int syncs = syncs_opt ? atoi(syncs_opt) : 5;
   prog_init();
+  if (prog_flag(argc, argv, "--init-only")) {  /* as a compile worker: CUDA looked up, no work */
+    void *fn;
+    CK(cuGetProcAddress("cuCtxSynchronize", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    return 0;
+  }
   CUmodule mod = prog_module();
   CUfunction chain = prog_fn(mod, "cg_chain");
   CUstream s;
@@ -42,6 +51,43 @@ int main(int argc, char **argv)
       CK(cuMemcpyDtoH(&loss, acc, sizeof loss));
       h = prog_mix(h, loss);
     }
+    iters = 0;
+  }
+  if (prog_flag(argc, argv, "--graph")) {
+    CUevent ev;
+    CK(cuEventCreate(&ev, CU_EVENT_DEFAULT));
+    for (int config = 0; config < 3; config++) {
+      for (int rep = 0; rep < 1000; rep++) {
+        tag++;
+        void *p[] = { &bufs[1], &tag };
+        prog_launch(chain, 0, s, p);
+        CK(cuEventRecord(ev, s));
+      }
+      CK(cuStreamSynchronize(s));
+    }
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int k = 0; k < 40; k++) {
+      unsigned long long t = 1000000 + (unsigned long long)k;
+      void *p[] = { &acc, &t };
+      prog_launch(chain, 0, s, p);
+    }
+    CUgraph g;
+    CUgraphExec exec;
+    CK(cuStreamEndCapture(s, &g));
+    CK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    for (int it = 0; it < iters; it++) {
+      tag++;
+      void *p[] = { &acc, &tag };
+      prog_launch(chain, 0, s, p);
+      CK(cuGraphLaunch(exec, s));
+      unsigned long long loss;
+      CK(cuMemcpyDtoHAsync(&loss, acc, sizeof loss, s));
+      CK(cuStreamSynchronize(s));
+      h = prog_mix(h, loss);
+    }
+    per_iter = 41;
+    CK(cuGraphExecDestroy(exec));
+    CK(cuGraphDestroy(g));
     iters = 0;
   }
   for (int it = 0; it < iters; it++) {

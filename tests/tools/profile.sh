@@ -1,7 +1,8 @@
 #!/bin/sh
 # `cugraft profile` on the CPU fake driver: a loop with several host syncs per iteration is
 # counted by its iterations (one period of its boundaries and launches), not by its syncs, and
-# computes what it computes alone; the
+# computes what it computes alone; a loop replaying its own graph after a compile phase is the
+# iteration, its graph's kernels counted as its launches; the
 # fake has no CUPTI activity, so the GPU busy time is said to be unavailable, never printed as
 # zero; the program's exit status comes through.
 # usage: profile.sh CUGRAFT SRCDIR BUILDDIR
@@ -37,6 +38,26 @@ expect "$out" "iteration                  10 boundaries long"
 expect "$out" "the last 40 iterations measured"
 expect "$out" " · 52.0 launches · 8.0 syncs · "
 echo "8 syncs per iteration: 52 launches per iteration"
+
+# torch.compile(mode="reduce-overhead")'s shape: a compile phase benchmarking a kernel launches
+# more than the loop makes launch calls; the loop replays a graph of 40 kernels per iteration,
+# which count as its launches, and it is the iteration.
+out=$("$CG" profile -- "$PROG" --iters 60 --graph) || fail "exit $?"
+expect "$out" "launches per iteration 41"
+alone=$("$PROG" --iters 60 --graph | grep '^checksum') || fail "syncloop --graph alone failed"
+expect "$out" "$alone"
+expect "$out" "iteration                  3 boundaries long"
+expect "$out" "the last 60 iterations measured"
+expect "$out" " · 41.0 launches (40.0 in 1.0 launches of the program's own graphs) · 1.0 syncs · "
+echo "a loop replaying its own graph after a launch-heavy compile phase: 41 launches per iteration"
+
+# A process that reaches the driver and does nothing (as PyTorch's compile workers do) writes a
+# summary of zeros: it is not a process with CUDA work.
+out=$("$CG" profile -- sh -c "\"$PROG\" --init-only && exec \"$PROG\" --iters 60") || fail "exit $?"
+expect "$out" "processes with CUDA work   1 (and 1 that reached the driver and did no work)"
+refuse "$out" "the one that launched most"
+expect "$out" "the last 60 iterations measured"
+echo "a process without CUDA work is not counted as one"
 
 # Too short to repeat: figures over the run, said so.
 out=$("$CG" profile -- "$PROG" --iters 2) || fail "exit $?"

@@ -11,7 +11,8 @@
 
 #include "policy/period.h"
 
-enum { ALLOC = 0x40000000u, SYNC = 0x10000000u, COPY = 0x20000000u, CAP = 1 << 17 };
+enum { ALLOC = 0x40000000u, SYNC = 0x10000000u, COPY = 0x20000000u, EVENT = 0x50000000u,
+       GRAPH = 0x60000000u, CAP = 1 << 17 };
 
 static uint32_t seq[CAP], weight[CAP];
 static size_t len;
@@ -225,6 +226,53 @@ static void test_full_ring(void **state)
 	assert_int_equal(r.iterations, 65536 / 997);
 }
 
+/* torch.compile(mode="reduce-overhead")'s shape: the compile phase benchmarks kernels (a
+ * cache-clearing fill and the kernel between two event records, a thousand times per config,
+ * a sync after each: a launch-heavy period of 1), warms up eagerly, captures; then each step replays its graph (the
+ * token carries the graph's 120 kernels and 3 launches before it) and reads the loss (a kernel,
+ * a copy, a sync); a short evaluation (20 steps of another graph) and frees follow. Within the
+ * sequence the benchmarks carry more launches than the training loop; the loop is still the
+ * iteration, and the evaluation after it, lighter, is not. */
+static void test_graphed_loop_after_a_launch_heavy_compile_phase(void **state)
+{
+	(void)state;
+	len = 0;
+	push_prologue(30);
+	for (int config = 0; config < 30; config++) {
+		for (int rep = 0; rep < 1000; rep++)
+			push_boundary(EVENT, 1);
+		push_boundary(SYNC, 0);  /* one config measured */
+	}
+	for (int i = 0; i < 12; i++)  /* eager warm-up */
+		push_boundary(0x30000000u, 40 + (uint32_t)i);
+	for (int i = 0; i < 6; i++)  /* the capture */
+		push_boundary(0x30000000u, 200 + (uint32_t)i);
+	const size_t loop_first = len;
+	for (int step = 0; step < 190; step++) {
+		push_boundary(GRAPH, 123);
+		push_boundary(COPY, 1);
+		push_boundary(SYNC, 0);
+	}
+	const size_t loop_end = len;
+	for (int step = 0; step < 20; step++) {
+		push_boundary(GRAPH, 41);
+		push_boundary(COPY, 1);
+	}
+	push_epilogue(30);
+	uint64_t compile = 0, loop = 0;
+	for (size_t i = 0; i < loop_first; i++)
+		compile += weight[i];
+	for (size_t i = loop_first; i < loop_end; i++)
+		loop += weight[i];
+	assert_true(compile > loop);  /* the shape this test is about */
+	struct cg_period r;
+	assert_true(cg_period_find(seq, weight, len, 1000, &r));
+	assert_int_equal(r.period, 3);
+	assert_int_equal(r.first, loop_first);
+	assert_int_equal(r.tokens, loop_end - loop_first);
+	assert_int_equal(r.iterations, 190);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_noise),
 		cmocka_unit_test(test_no_period),
 		cmocka_unit_test(test_full_ring),
+		cmocka_unit_test(test_graphed_loop_after_a_launch_heavy_compile_phase),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,8 @@ struct feed {
 	uint32_t ops;
 	bool unsettled;  /* the interval waiting to be closed was not settled */
 	uint64_t eager_ns;  /* time spent in ops run eagerly */
+	uint64_t saved_per_op;  /* launch time a graphed op saves, by the engine's cost model */
+	uint64_t saved_ns;      /* ... summed over the interval waiting to be closed */
 	uint32_t decisions, eager_decisions, intervals;
 	struct cg_control_decision last;
 };
@@ -32,7 +34,9 @@ static void feed_close(struct feed *f, uint32_t ops, uint64_t end, bool waited, 
 {
 	struct cg_control_decision d;
 	f->intervals++;
-	if (cg_control_interval(&f->c, ops, end, waited, graphed, &d)) {
+	bool decided = cg_control_interval(&f->c, ops, end, waited, graphed, f->saved_ns, &d);
+	f->saved_ns = 0;
+	if (decided) {
 		f->decisions++;
 		f->eager_decisions += !d.defer;
 		f->last = d;
@@ -53,6 +57,7 @@ static void feed_op(struct feed *f, double ns_eager, double ns_graph, bool graph
 	}
 	f->now += (uint64_t)(f->c.defer ? ns_graph : ns_eager);
 	f->eager_ns += f->c.defer ? 0 : (uint64_t)ns_eager;
+	f->saved_ns += f->c.defer ? f->saved_per_op : 0;
 }
 
 static void feed_interval(struct feed *f, uint32_t ops, double ns_eager, double ns_graph)
@@ -250,6 +255,76 @@ static void test_phase_change_noticed(void **state)
 	assert_true(f.c.flips >= 2);
 }
 
+/* Graphs 3.4x faster in a loop that is mostly launching (the model says graphs save 2.4 us of
+ * each op's 1 us graphed): no eager epoch until CG_CONTROL_TRUST settled epochs have run
+ * graphed, then a probe, which keeps graphs. */
+static void test_trust_before_first_probe(void **state)
+{
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	f.saved_per_op = 2400;
+	uint32_t trusting = 0;
+	while (!f.decisions && f.intervals < 5000) {
+		uint64_t eager = f.eager_ns;
+		feed_interval(&f, 1000, 3400, 1000);
+		if (f.c.phase == CG_CTL_TRUST) {
+			trusting++;
+			assert_int_equal(f.eager_ns, eager);  /* nothing ran eagerly while trusting */
+		}
+	}
+	/* 16 epochs of 3 intervals (3 ms of 1 ms intervals): an epoch ends at the first op after
+	 * its last wait, so each interval counted ends in the phase its epoch was in */
+	assert_int_equal(trusting, 16 * 3);
+	assert_int_equal(f.decisions, 1);
+	assert_true(f.last.defer);
+	assert_int_equal(f.last.eager_samples, 1);
+}
+
+/* The model can be wrong (work held back from a GPU the host waits for costs what it cannot
+ * see): graphs 10% slower although it credits them with a 30% saving. The trust runs out and
+ * the probe sends the program eager, within a bounded number of intervals. */
+static void test_trust_is_bounded(void **state)
+{
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	f.saved_per_op = 3300;
+	bool trusted = false;
+	while (!f.decisions && f.intervals < 5000) {
+		feed_interval(&f, 300, 10000, 11000);
+		trusted |= f.c.phase == CG_CTL_TRUST;
+	}
+	assert_true(trusted);
+	assert_int_equal(f.decisions, 1);
+	assert_false(f.last.defer);
+	/* 16 trusted epochs, then at most 7 of each mode, one interval each (3.3 ms) */
+	assert_true(f.intervals <= 1 + 16 + 2 * CG_CONTROL_SAMPLES);
+}
+
+/* A trust ends at the first settled epoch whose graphs save less than the trust's share: the
+ * probe starts then, not after the rest of the trust. */
+static void test_trust_ends_when_saving_drops(void **state)
+{
+	struct feed f;
+	memset(&f, 0, sizeof(f));
+	cg_control_init(&f.c);
+	f.saved_per_op = 2400;
+	while (f.c.phase != CG_CTL_TRUST && f.intervals < 100)
+		feed_interval(&f, 1000, 3400, 1000);
+	assert_int_equal(f.c.phase, CG_CTL_TRUST);
+	for (int i = 0; i < 3; i++)
+		feed_interval(&f, 1000, 3400, 1000);
+	f.saved_per_op = 100;
+	uint32_t n = 0;
+	while (f.c.phase == CG_CTL_TRUST && n < 100) {
+		feed_interval(&f, 1000, 3400, 1000);
+		n++;
+	}
+	assert_int_equal(f.c.phase, CG_CTL_PROBE);
+	assert_true(n <= 2 * 3);  /* the epoch in progress, then the first one of low saving */
+}
+
 /* A loop that never waits is measured in windows of ops. */
 static void test_no_wait_loop_windows(void **state)
 {
@@ -386,17 +461,29 @@ static void pace(uint64_t prog_ns, uint64_t launch_ns, uint64_t graph_ns, uint64
 	sim.op_gpu_ns = op_gpu_ns;
 }
 
-/* A C loop of tiny kernels: the host's launch cost is the whole step, graphs win. */
+/* A C loop of tiny kernels: the host's launch cost is the whole step, graphs win. The engine's
+ * cost model sees that graphs save most of the step's time: they run before the first probe,
+ * which comes all the same and keeps them. */
 static void test_engine_host_bound_stays_graphed(void **state)
 {
 	struct rig r;
 	rig_up(&r);
 	pace(200, 3400, 2500, 1000);
-	uint64_t late = 0;
-	for (uint64_t it = 0; it < 400; it++) {
+	uint64_t late = 0, trusted = 0, probe_before = 0;
+	for (uint64_t it = 0; it < 1000; it++) {
 		uint64_t t = step(&r, it);
-		late += it >= 300 ? t : 0;
+		late += it >= 900 ? t : 0;
+		struct cg_control_summary cs;
+		cg_engine_control(r.e, &cs);
+		if (cs.phase == CG_CTL_TRUST) {
+			struct cg_stats st;
+			cg_engine_stats(r.e, &st);
+			trusted++;
+			probe_before = st.fallbacks[CG_R_PROBE];
+		}
 	}
+	assert_true(trusted > 0);
+	assert_int_equal(probe_before, 0);  /* no eager epoch while trusted */
 	assert_true(r.fb.ndecisions >= 1);
 	for (uint32_t i = 0; i < r.fb.ndecisions; i++)
 		assert_true(r.fb.decision[i].defer);
@@ -511,6 +598,9 @@ int main(void)
 		cmocka_unit_test(test_noisy_win_holds),
 		cmocka_unit_test(test_tie_stays_eager),
 		cmocka_unit_test(test_phase_change_noticed),
+		cmocka_unit_test(test_trust_before_first_probe),
+		cmocka_unit_test(test_trust_is_bounded),
+		cmocka_unit_test(test_trust_ends_when_saving_drops),
 		cmocka_unit_test(test_no_wait_loop_windows),
 		cmocka_unit_test(test_waits_for_graphs),
 		cmocka_unit_test(test_engine_host_bound_stays_graphed),

@@ -730,27 +730,56 @@ static void test_every_node_patched_judged_by_times(void **state)
 }
 
 /* The chunk the host waits for right after it (the iteration ends with a sync) starts on the GPU
- * only then: when its graph's GPU time is over the host time the graph saves, it stays eager
- * (EXPOSED). The same chunk before a boundary the host does not wait at (an event record) keeps
- * its graph. */
+ * only then: when its graph's GPU time is over the host time the graph saves, it is not replayed
+ * whole (EXPOSED) but learned again in two parts, cut after its middle op: the first part's
+ * graph starts while the host submits the rest. The part the host waits for is judged on its
+ * own; exposed in turn and too short to cut again, it stays eager. The same chunk before a
+ * boundary the host does not wait at (an event record) keeps its graph. */
 static void test_exposed_chunk_before_sync(void **state)
 {
 	for (int at_sync = 0; at_sync < 2; at_sync++) {
+		enum cg_reason end = at_sync ? CG_R_SYNC : CG_R_EVENT;
 		struct rig r;
 		rig_up(&r, config(3, 64), 1);
 		for (int it = 0; it < 4; it++)
-			iteration_to(&r, 0, at_sync ? CG_R_SYNC : CG_R_EVENT);
+			iteration_to(&r, 0, end);
 		uint64_t key = r.fb.last_built_key;  /* the iteration's last chunk */
-		double saved = r.fb.last_built_ops * 3.4 - 2.5;
+		uint32_t n = r.fb.last_built_ops;
+		assert_true(n >= 16);
+		double saved = n * 3.4 - 2.5;
 		for (int i = 0; i < 3; i++)
 			timing_pair(&r, key, 2 * saved, 2 * saved);  /* as fast as eager */
 		assert_int_equal(stats(&r).chunks_disabled, at_sync);
+		assert_int_equal(stats(&r).exposed_splits, at_sync);
+		for (int it = 4; it < 8; it++)  /* the parts are learned (warmup 3) */
+			iteration_to(&r, 0, end);
 		uint64_t before = stats(&r).ops_replayed;
-		for (int it = 4; it < 8; it++)
-			iteration_to(&r, 0, at_sync ? CG_R_SYNC : CG_R_EVENT);
+		iteration_to(&r, 0, end);
+		assert_int_equal(stats(&r).ops_replayed - before, LOOP);
+		/* The part waited for is the last half, exposed in turn: cut again while 16 ops or
+		 * more, else eager. */
+		uint32_t last = n, cuts = 1;
+		while (at_sync) {
+			last -= last / 2;
+			assert_int_equal(r.fb.last_built_ops, last);
+			double part_saved = last * 3.4 - 2.5;
+			for (int i = 0; i < 3; i++)
+				timing_pair(&r, r.fb.last_built_key, 2 * part_saved, 2 * part_saved);
+			assert_int_equal(stats(&r).chunks_disabled, cuts + 1);
+			cuts += last >= 16;
+			assert_int_equal(stats(&r).exposed_splits, cuts);
+			if (last < 16)
+				break;
+			for (int it = 0; it < 4; it++)
+				iteration_to(&r, 0, end);
+		}
+		struct cg_stats st0 = stats(&r);
+		for (int it = 0; it < 4; it++)
+			iteration_to(&r, 0, end);
 		struct cg_stats st = stats(&r);
-		assert_int_equal(st.fallbacks[CG_R_EXPOSED], at_sync ? 4 * r.fb.last_built_ops : 0);
-		assert_int_equal(st.ops_replayed - before, 4 * LOOP - st.fallbacks[CG_R_EXPOSED]);
+		uint64_t exposed = st.fallbacks[CG_R_EXPOSED] - st0.fallbacks[CG_R_EXPOSED];
+		assert_int_equal(exposed, at_sync ? 4 * last : 0);
+		assert_int_equal(st.ops_replayed - st0.ops_replayed, 4 * LOOP - exposed);
 		rig_down(&r);
 	}
 }
@@ -790,30 +819,34 @@ static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
 	fake_boundary(&r->fb, r->s[0], 0, why);
 }
 
-/* A graph over the gate's plausible share of the saving and faster than its eager ops: three
- * samples of each, alternating from the graph's, then it keeps its graph. One between half and
- * that share: three graph samples (its exposure is weighed), no eager one. */
+/* Eager samples only where the gate could act. A graph between half and CG_GATE_PLAUSIBLE of
+ * the host time it saves: three graph samples (its exposure is weighed), no eager one. One over
+ * that share but faster than its eager ops: one eager sample, which shows the gate cannot act.
+ * One slower than its eager ops by 0.6 of the saving (the gate acts beyond all of it): three
+ * samples of each, alternating from the graph's, and it keeps its graph. */
 static void test_cost_samples_eager_only_where_gate_could_act(void **state)
 {
-	for (int near = 0; near < 2; near++) {
+	enum { NEAR, FASTER, CLOSE };
+	for (int c = NEAR; c <= CLOSE; c++) {
 		struct rig r;
 		rig_up_sampled(&r, config(3, 64));
 		const double saved = 42 * 3.4 - 2.5;  /* a loop of 42 ops is one chunk */
-		const double graph = near ? 0.7 * saved : 1.2 * saved;
+		const double graph = c == NEAR ? 0.7 * saved : 1.2 * saved;
+		const double eager = c == CLOSE ? graph - 0.6 * saved : 2 * graph;
 		for (int it = 0; it < 40; it++) {
 			short_loop_to(&r, 42, CG_R_EVENT);
-			hand_back(&r, 2 * graph, graph);
+			hand_back(&r, eager, graph);
 		}
 		assert_int_equal(r.fb.last_built_ops, 42);
-		int eager = 0, graphs = 0;
+		int eagers = 0, graphs = 0;
 		for (int i = 0; i < sampled.n; i++) {
-			eager += !sampled.graph[i];
+			eagers += !sampled.graph[i];
 			graphs += sampled.graph[i];
 		}
-		assert_true(graphs > 0);
-		assert_int_equal(eager, near ? 0 : graphs);
+		assert_int_equal(graphs, 3);
+		assert_int_equal(eagers, c == NEAR ? 0 : c == FASTER ? 1 : 3);
 		struct cg_stats st = stats(&r);
-		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE] > 0, !near);
+		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 42 * eagers);
 		assert_int_equal(st.chunks_disabled, 0);
 		rig_down(&r);
 	}
