@@ -18,9 +18,8 @@
  * report adds it to its entry point and its kind of boundary) and forwarded, one load and a tail
  * call, where the full path would count it, find nothing to do and forward it. cg_tl_api is left
  * as it was: nothing reads it before the thread's next call into the shim, which sets its own.
- * Not a call the shim makes itself or NCCL makes inside a collective (cg_tl_internal): those
- * are forwarded uncounted, as by the full path; nor a thread's first (it has no counters yet:
- * the full path gives it some). */
+ * Not a call the shim makes itself or NCCL makes inside a collective, nor a thread's first
+ * (cg_count_forwarded). The program's graph launches (hooks.c) take the same path. */
 #define CG_FORWARDS_STREAM(reason) (CG_R_##reason != CG_R_SYNC && CG_R_##reason != CG_R_HOST_COPY)
 #define CG_FORWARDS_PTSZ(reason) CG_FORWARDS_STREAM(reason)
 #define CG_FORWARDS_ALL(reason) 0 /* every stream's chunk is cut: the full path, always */
@@ -53,10 +52,9 @@
 	CUresult n params;                                                                      \
 	CG_EXPORT CUresult n params                                                             \
 	{                                                                                       \
-		struct cg_counts *c_ = cg_tl_counts; /* none yet: the full path takes one */     \
-		if (CG_FORWARDS_##scope(reason) &&                                              \
-		    __builtin_expect(atomic_load_explicit(&cg_unsettled, memory_order_acquire) == 0, 1) && \
-		    cg_tl_internal == 0 && c_ && cg_real[CG_E_##n]) {                             \
+		struct cg_counts *c_;                                                           \
+		if (CG_FORWARDS_##scope(reason) && (c_ = cg_count_forwarded()) &&               \
+		    cg_real[CG_E_##n]) {                                                        \
 			cg_count_in(c_, CG_COUNT_FORWARD + CG_E_##n);                           \
 			return ((__typeof__(&proto))cg_real[CG_E_##n]) args;                    \
 		}                                                                               \

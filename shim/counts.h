@@ -13,6 +13,7 @@
 
 #include "driver.h"
 #include "policy/reason.h"
+#include "shim.h"
 
 enum {
 	CG_COUNT_ENTRY = 0,                           /* + CG_E_*: calls of the entry point */
@@ -51,6 +52,18 @@ static inline void cg_count(unsigned i)
 		return;
 	}
 	cg_count_in(c, i);
+}
+
+/* The short path of a boundary the shim only forwards (boundary.c, hooks.c): this thread's block
+ * while the process is settled (cg_unsettled, shim.h) and the call is the program's, not the
+ * shim's own nor NCCL's inside a collective (cg_tl_internal: forwarded uncounted, as by the
+ * full path); NULL otherwise, and on a thread without a block yet (the full path gives it one). */
+static inline struct cg_counts *cg_count_forwarded(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&cg_unsettled, memory_order_acquire) == 0, 1) &&
+	    cg_tl_internal == 0)
+		return cg_tl_counts;
+	return NULL;
 }
 
 /* Counter i summed over every thread (a moment's reading: exact once the threads are quiet). */

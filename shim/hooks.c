@@ -132,10 +132,12 @@ INSTANTIATE(cuGraphInstantiateWithParams_ptsz,
             (phGraphExec, hGraph, instantiateParams), phGraphExec, hGraph)
 
 /* A boundary like any other (flush, then forward), which first tells profile mode the launches
- * the graph runs, so that they count in the token this boundary makes. */
+ * the graph runs, so that they count in the token this boundary makes. While the process is
+ * settled (not profiling then), it is forwarded like the boundary wrappers' (boundary.c):
+ * counted as a call and a boundary, and a tail call; the full path is a function of its own,
+ * so that the short one saves no registers. */
 #define GRAPH_LAUNCH(n, ptsz)                                                                   \
-	CUresult n(CUgraphExec hGraphExec, CUstream hStream);                                   \
-	CG_EXPORT CUresult n(CUgraphExec hGraphExec, CUstream hStream)                          \
+	__attribute__((noinline)) static CUresult full_##n(CUgraphExec hGraphExec, CUstream hStream) \
 	{                                                                                       \
 		if (active()) {                                                                 \
 			COUNT(n);                                                               \
@@ -147,6 +149,17 @@ INSTANTIATE(cuGraphInstantiateWithParams_ptsz,
 		CUresult r_ = CG_REAL(n)(hGraphExec, hStream);                                  \
 		cg_tl_forwarding--;                                                             \
 		return r_;                                                                      \
+	}                                                                                       \
+	CUresult n(CUgraphExec hGraphExec, CUstream hStream);                                   \
+	CG_EXPORT CUresult n(CUgraphExec hGraphExec, CUstream hStream)                          \
+	{                                                                                       \
+		struct cg_counts *c_ = cg_count_forwarded();                                    \
+		if (c_ && CG_REAL(n)) {                                                         \
+			cg_count_in(c_, CG_COUNT_ENTRY + CG_E_##n);                             \
+			cg_count_in(c_, CG_COUNT_BOUNDARY + CG_R_CAPTURE);                      \
+			return CG_REAL(n)(hGraphExec, hStream);                                 \
+		}                                                                               \
+		return full_##n(hGraphExec, hStream);                                           \
 	}
 
 GRAPH_LAUNCH(cuGraphLaunch, false)

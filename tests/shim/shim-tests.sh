@@ -501,7 +501,8 @@ conf-events|conf-hostfunc|conf-uploads|conf-shapes|conf-legacy) # one hazard eac
 boundary-counts) # the report counts every boundary call the program made, those forwarded
   # while every stream was settled (boundary.c) as those that took the full path: per entry
   # point and per kind, equal to the calls the fake saw without the shim (conf_events records
-  # events on settled and on unsettled streams; threads does from 8 threads)
+  # events on settled and on unsettled streams; threads does from 8 threads; lifecycle launches
+  # its own graph)
   for p in conf_events threads; do
     eager e "$progs/$p"
     shim s "$progs/$p"
@@ -516,6 +517,16 @@ boundary-counts) # the report counts every boundary call the program made, those
     [ "$(summary "$tmp/s.jsonl" boundaries.event)" = "$want" ] ||
       fail "$p: $(summary "$tmp/s.jsonl" boundaries.event) event boundaries counted, the program made $want"
   done
+  # the program's own graph launched 10 times on a settled stream (a hook, not a boundary wrapper)
+  eager e "$progs/lifecycle" --mode capture
+  shim s "$progs/lifecycle" --mode capture
+  same_result e s
+  want=$(stat api.cuGraphLaunch "$tmp/e.stats")
+  [ "$(summary "$tmp/s.jsonl" entry_points.cuGraphLaunch)" = "${want:-0}" ] ||
+    fail "capture: cuGraphLaunch counted $(summary "$tmp/s.jsonl" entry_points.cuGraphLaunch), the program made ${want:-0}"
+  want=$(( want + $(stat api.cuStreamBeginCapture_v2 "$tmp/e.stats") ))
+  [ "$(summary "$tmp/s.jsonl" boundaries.capture)" = "$want" ] ||
+    fail "capture: $(summary "$tmp/s.jsonl" boundaries.capture) capture boundaries counted, the program made $want"
   ;;
 conf-grow|conf-grow-block|conf-grow-cluster) # launch shapes that change every iteration (a
   # decoding loop's growing grid; block and shared memory; clusters) are patched into the graphs:
