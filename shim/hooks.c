@@ -145,6 +145,8 @@ INSTANTIATE(cuGraphInstantiateWithParams_ptsz,
 			cg_floor_graph_launch(hGraphExec);                                      \
 			cg_boundary_stream(hStream, ptsz, CG_R_CAPTURE);                        \
 		}                                                                               \
+		if (!CG_REAL(n))                                                                \
+			return CUDA_ERROR_NOT_FOUND;                                            \
 		cg_tl_forwarding++; /* the audit's mark: this submission came through */         \
 		CUresult r_ = CG_REAL(n)(hGraphExec, hStream);                                  \
 		cg_tl_forwarding--;                                                             \
