@@ -21,12 +21,14 @@
 
 /* Where the call goes when nothing may touch it (disabled, inside the shim or NCCL, or a
  * stream the program is capturing itself). h as the driver resolves it: 0 in a _ptsz entry
- * point is the per-thread stream. */
+ * point is the per-thread stream. Exit work in progress is no reason (only its end is): another
+ * thread may still launch while exit() submits the work deferred on its stream, and must not
+ * overtake it. */
 static bool hands_off(CUstream h)
 {
 	if (cg_shim_passthrough())
 		return true;
-	if (!cg_driver_ready() || atomic_load_explicit(&cg_shim.exiting, memory_order_relaxed))
+	if (!cg_driver_ready() || atomic_load_explicit(&cg_shim.driver_gone, memory_order_relaxed))
 		return true;
 	if (atomic_load_explicit(&cg_shim.captures, memory_order_acquire) > 0) {
 		CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -282,6 +284,9 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	}                                                                                       \
 	cg_count(CG_COUNT_ENTRY + CG_E_##entry);                                               \
 	cg_tl_api = #entry;                                                                     \
+	/* exit work started: nothing more is deferred; the stream's deferred work goes first */ \
+	if (why == CG_R_NONE && atomic_load_explicit(&cg_shim.exiting, memory_order_relaxed))   \
+		why = CG_R_EXIT;                                                                \
 	struct cg_sstate *s_ = cg_stream_get(h, ptsz);                                          \
 	if (s_ && why == CG_R_NONE && !(DEFERRABLE))                                            \
 		why = CG_R_UNPROVEN_SHAPE;                                                      \

@@ -47,6 +47,15 @@ static void k_set_flag(void *const *args)
   __atomic_store_n(ARG(int *, 0), ARG(int, 1), __ATOMIC_RELEASE);
 }
 
+/* Marks flag[1], then waits until flag[0] reaches v: a kernel the host holds in place (lifecycle
+ * --mode exit-order stops the shim's exit work inside it). */
+static void k_wait_flag(void *const *args)
+{
+  int *flag = ARG(int *, 0), v = ARG(int, 1);
+  __atomic_store_n(&flag[1], 1, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&flag[0], __ATOMIC_ACQUIRE) < v) {}
+}
+
 /* bench/workloads/mb_kernels.cu's mb_axb: p[i] = p[i]*a + b, so that mb-driver and passthrough
  * run on the fake. */
 static void k_mb_axb(void *const *args)
@@ -99,6 +108,7 @@ static struct cg_kernel_def defs[] = {
   K("cg_scale_f32", k_scale_f32, 3, 8, 4, 4),
   K("cg_step_mix", k_step_mix, 3, 8, 4, 8),
   K("cg_set_flag", k_set_flag, 2, 8, 4),
+  K("cg_wait_flag", k_wait_flag, 2, 8, 4),
   K("cg_big_arg", k_big_arg, 2, sizeof(struct big_arg), 8),
   K("cg_grid_sum", k_grid_sum, 2, 8, 8),
   K("mb_axb", k_mb_axb, 4, 8, 4, 4, 4),

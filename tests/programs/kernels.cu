@@ -38,6 +38,15 @@ extern "C" __global__ void cg_set_flag(volatile int *flag, int v)
   if (threadIdx.x == 0 && blockIdx.x == 0) { *flag = v; __threadfence_system(); }
 }
 
+extern "C" __global__ void cg_wait_flag(volatile int *flag, int v)
+{
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    flag[1] = 1;
+    __threadfence_system();
+    while (flag[0] < v) {}
+  }
+}
+
 struct cg_big { unsigned long long v[64]; };
 
 extern "C" __global__ void cg_big_arg(cg_big s, unsigned long long *out)

@@ -2,6 +2,10 @@
  *   --mode exit-no-cleanup  launch work and return from main without sync or frees
  *   --mode ctx-destroy      destroy a created context mid-run, create another and continue
  *   --mode thread-exit      a second thread calls exit() while main is launching
+ *   --mode exit-order       a second thread calls exit() with work pending on two streams; a
+ *                           kernel of the one (cg_wait_flag) holds the exit work until main has
+ *                           launched on the other and read it (`window 1`: main launched after
+ *                           exit() began): that launch must run after the stream's earlier work
  *   --mode spin             the host spins on host-mapped memory a kernel writes (5 s timeout,
  *                           `spin timeout`, exit 3): only progress without a sync ends it
  *   --mode spin-ptds        the same on the per-thread default stream
@@ -171,6 +175,65 @@ static int thread_exit(CUcontext ctx)
   }
   fprintf(stderr, "thread-exit: the worker never exited\n");
   return 1;
+}
+
+/* exit-order: x is first used after k.s, so a shim that keeps its streams newest first
+ * meets x first at exit, and stops inside x's cg_wait_flag with k.s's work still pending. */
+struct exit_order { const struct setup *k; CUcontext ctx; CUstream x; CUdeviceptr xacc;
+                    CUfunction wait; CUdeviceptr dflag; atomic_int exiting; };
+
+static void wait_flag(const struct exit_order *e, int v)
+{
+  void *p[] = { (void *)&e->dflag, &v };
+  CK(cuLaunchKernel(e->wait, 1, 1, 1, 1, 1, 1, 0, e->x, p, NULL));
+}
+
+static void *exit_order_worker(void *arg)
+{
+  struct exit_order *e = arg;
+  CK(cuCtxSetCurrent(e->ctx));
+  chain(e->k, e->x, e->xacc, 1000);
+  wait_flag(e, 1);  /* eager: waits here for main; deferred: waits inside exit() */
+  atomic_store(&e->exiting, 1);
+  exit(0);
+}
+
+static int exit_order(CUcontext ctx)
+{
+  struct setup k = setup();
+  CUdeviceptr acc;
+  unsigned long long *hacc;
+  int *flag;
+  CK(cuMemHostAlloc((void **)&hacc, sizeof *hacc, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  CK(cuMemHostGetDevicePointer(&acc, hacc, 0));
+  CK(cuMemHostAlloc((void **)&flag, 2 * sizeof *flag, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  struct exit_order e = { .k = &k, .ctx = ctx, .wait = prog_fn(k.mod, "cg_wait_flag") };
+  CK(cuMemHostGetDevicePointer(&e.dflag, flag, 0));
+  CK(cuStreamCreate(&e.x, CU_STREAM_NON_BLOCKING));
+  CK(cuMemAlloc(&e.xacc, 8));
+  *hacc = 0;
+  flag[0] = flag[1] = 0;
+  for (int it = 0; it < 20; it++) {
+    for (int j = 0; j < 4; j++) chain(&k, k.s, acc, (unsigned long long)(it << 4 | j));
+    chain(&k, e.x, e.xacc, (unsigned long long)it);
+    wait_flag(&e, 0);
+    chain(&k, e.x, e.xacc, (unsigned long long)it);
+    CK(cuStreamSynchronize(e.x));
+    CK(cuStreamSynchronize(k.s));
+  }
+  for (int j = 0; j < 3; j++) chain(&k, k.s, acc, (unsigned long long)(20 << 4 | j));
+  __atomic_store_n(&flag[1], 0, __ATOMIC_RELEASE);  /* every cg_wait_flag so far has run */
+  pthread_t t;
+  if (pthread_create(&t, NULL, exit_order_worker, &e) != 0) { fprintf(stderr, "pthread_create\n"); return 1; }
+  while (__atomic_load_n(&flag[1], __ATOMIC_ACQUIRE) == 0) sched_yield();
+  int window = atomic_load(&e.exiting);
+  /* Only calls on k.s (its state is this thread's to find): the exit work holds the rest. */
+  chain(&k, k.s, acc, 0xe0f);
+  CK(cuStreamSynchronize(k.s));
+  printf("checksum %016llx\nwindow %d\n", prog_mix(14695981039346656037ULL, *hacc), window);
+  fflush(stdout);
+  __atomic_store_n(&flag[0], 1, __ATOMIC_RELEASE);
+  for (;;) pause();  /* the worker's exit() ends the process */
 }
 
 static double now_s(void)
@@ -404,6 +467,7 @@ int main(int argc, char **argv)
   if (strcmp(mode, "exit-no-cleanup") == 0) return exit_no_cleanup();
   if (strcmp(mode, "ctx-destroy") == 0) return ctx_destroy();
   if (strcmp(mode, "thread-exit") == 0) return thread_exit(ctx);
+  if (strcmp(mode, "exit-order") == 0) return exit_order(ctx);
   if (strcmp(mode, "spin") == 0) return spin(NULL);
   if (strcmp(mode, "spin-ptds") == 0) return spin(CU_STREAM_PER_THREAD);
   if (strcmp(mode, "ptds-threads") == 0) return ptds_threads(ctx);
@@ -413,6 +477,6 @@ int main(int argc, char **argv)
   if (strcmp(mode, "fork-start") == 0) return fork_start(ctx);
   if (strcmp(mode, "idle") == 0) return idle();
   if (strcmp(mode, "padding") == 0) return padding();
-  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|spin|spin-ptds|ptds-threads|capture|capture-ptds|managed|idle|fork-start|padding\n");
+  fprintf(stderr, "usage: lifecycle --mode exit-no-cleanup|ctx-destroy|thread-exit|exit-order|spin|spin-ptds|ptds-threads|capture|capture-ptds|managed|idle|fork-start|padding\n");
   return 2;
 }

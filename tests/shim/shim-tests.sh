@@ -174,6 +174,15 @@ thread-exit) # exit() from a second thread mid-launch: how much ran first is tim
   [ "$(cat "$tmp/s.rc")" = 0 ] || fail "exited $(cat "$tmp/s.rc"): $(tail -3 "$tmp/s.err")"
   grep -q '"event":"summary"' "$tmp/s.jsonl" || fail "no summary in the report"
   ;;
+exit-order) # exit() from a second thread while its exit work is held inside a kernel of one
+            # stream: main's launch on another stream with work still deferred must run after
+            # that work (the flusher is kept away by a long deferral bound)
+  eager e "$progs/lifecycle" --mode exit-order
+  CUGRAFT_MAX_DEFER_US=10000000 shim s "$progs/lifecycle" --mode exit-order
+  same_result e s
+  [ "$(field window "$tmp/s.out")" = 1 ] ||
+    fail "main's launch did not fall inside the exit work (window $(field window "$tmp/s.out"))"
+  ;;
 managed) # managed memory (CPU-offload style): exact, and noted once in the report
   eager e "$progs/lifecycle" --mode managed
   shim s "$progs/lifecycle" --mode managed
