@@ -36,7 +36,8 @@ export LD_LIBRARY_PATH=$fake:$progs:$build/tests/faultalloc${LD_LIBRARY_PATH:+:$
 # TSan: SIGSEGV in __tsan_func_entry, from _dl_exception_create_format in __tsan::Initialize).
 # Thread leaks stay reported (no report_thread_leaks=0 here); ASan's leak check is off as there
 # (the programs exit without destroying their driver objects).
-rt=$(ldd "$lib" | awk '$1 ~ /^lib(asan|tsan|ubsan)\.so/ { print $3; exit }')
+rt=$(ldd "$lib" | awk '$1 ~ /^lib[at]san\.so/ { at = $3 } $1 ~ /^libubsan\.so/ { ub = $3 }
+                      END { print at ? at : ub }')
 if [ -n "$rt" ]; then
   export CG_SANITIZER_RT=$rt
   export ASAN_OPTIONS=${ASAN_OPTIONS-detect_leaks=0:verify_asan_link_order=0:abort_on_error=0}
