@@ -151,6 +151,16 @@ if want threads; then
   SHIM_ENV="CUGRAFT_AUDIT=1" run threads "$progs/threads"; compare threads checksum
   SHIM_ENV="CUGRAFT_AUDIT=1" run threads-ptds "$progs/threads" --ptds; compare threads-ptds checksum
 fi
+if want plain; then
+  # The same programs without CUGRAFT_AUDIT: audit sends every boundary down the full path, so
+  # the short path of forwarded boundaries (shim/boundary.c: event records and queries, stream
+  # queries, the program's graph launches while the process is settled) runs only here.
+  run plain-fourway "$progs/fourway" --iters 100; compare plain-fourway checksum
+  run plain-threads "$progs/threads"; compare plain-threads checksum
+  [ -x "$progs/conf_events" ] && { run plain-conf_events "$progs/conf_events"; compare_exit plain-conf_events; }
+  p=$build/tests/gpu/conf/conf-events
+  [ -x "$p" ] && { run plain-conf-events "$p"; compare_exit plain-conf-events; }
+fi
 if want lifecycle; then
   for m in exit-no-cleanup ctx-destroy capture capture-ptds ptds-threads; do
     run "life-$m" "$progs/lifecycle" --mode $m; compare "life-$m" checksum
