@@ -1,7 +1,8 @@
 /* The deferral controller (control.h). The program's time is cut into intervals at its waits
  * for the GPU (or into windows of ops when it never waits); the loop's period is found in the
  * interval lengths, and an epoch is a whole number of periods, so that every epoch holds the
- * same work. Once the stream has graphs, epochs alternate between deferring and not; the mode
+ * same work. Once the stream has graphs (and, where they save much launch time, after a few
+ * epochs of trusting them), epochs alternate between deferring and not; the mode
  * with the lower median time per op wins and runs for a while (longer each time the same mode
  * wins again), then both are measured again: a job's phases change. A standing decision is
  * overturned by a clear difference, or by two full probes in a row, never by a few noisy
