@@ -516,11 +516,17 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 
 enum timing { UNTIMED, TIME_EAGER, TIME_GRAPH };
 
+double cg_engine_launch_saved_us(const struct cg_engine_config *cfg, double ops,
+                                 double graph_launches)
+{
+	double saved = ops * cfg->launch_host_us - graph_launches * cfg->graph_launch_host_us;
+	return saved > 0 ? saved : 0;
+}
+
 /* Host launch time the chunk's graph saves at each run, by the backend's costs. */
 static double host_saved(const struct cg_engine *e, const struct cg_chunk *t)
 {
-	double saved = t->n * e->cfg.launch_host_us - e->cfg.graph_launch_host_us;
-	return saved > 0 ? saved : 0;
+	return cg_engine_launch_saved_us(&e->cfg, t->n, 1);
 }
 
 /* Could an eager sample still lead the gate to act? It acts on a graph slower than its eager
@@ -924,7 +930,7 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 /* Over every stream so far (freed streams included): ops submitted, and the host time in launch
  * calls that graph launches saved, by the launch cost model (the ops they ran, as launches, less
  * the graph launches), in ns. */
-static uint64_t ops_total(struct cg_engine *e, uint64_t *saved_ns)
+static uint64_t ops_and_saving(struct cg_engine *e, uint64_t *saved_ns)
 {
 	pthread_mutex_lock(&e->lock);
 	uint64_t n = e->retired.ops, replayed = e->retired.ops_replayed;
@@ -935,9 +941,8 @@ static uint64_t ops_total(struct cg_engine *e, uint64_t *saved_ns)
 		launches += __atomic_load_n(&s->st.graph_launches, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&e->lock);
-	double saved = 1000 * ((double)replayed * e->cfg.launch_host_us -
-	                       (double)launches * e->cfg.graph_launch_host_us);
-	*saved_ns = saved > 0 ? (uint64_t)saved : 0;
+	*saved_ns = (uint64_t)(1000 * cg_engine_launch_saved_us(&e->cfg, (double)replayed,
+	                                                        (double)launches));
 	return n;
 }
 
@@ -952,7 +957,7 @@ static void control_op(struct cg_stream *s)
 	if (s->st.ops < s->ctl_next && !__atomic_load_n(&e->ctl_wait_ns, __ATOMIC_RELAXED))
 		return;
 	uint64_t saved;
-	uint64_t total = ops_total(e, &saved);
+	uint64_t total = ops_and_saving(e, &saved);
 	struct cg_control_decision d;
 	bool decided = false;
 	pthread_mutex_lock(&e->ctl_lock);
@@ -1083,7 +1088,7 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
  * be marked by the next wait: the stream is not settled until then. */
 bool cg_stream_settled(const struct cg_stream *s)
 {
-	return s->at_boundary && !s->deferring && !s->just_launched;
+	return cg_stream_calm(s) == CG_SETTLED;
 }
 
 enum cg_calm cg_stream_calm(const struct cg_stream *s)

@@ -37,6 +37,11 @@ struct cg_engine_config {
 	void *(*realloc_fn)(void *p, size_t n);
 };
 void cg_engine_config_default(struct cg_engine_config *cfg);
+/* The host time (us) that graph launches running `ops` ops in `graph_launches` launches saved
+ * by those costs (not below 0): what the cost gate, the deferral controller and the report
+ * count as the launch time graphs take off the host. */
+double cg_engine_launch_saved_us(const struct cg_engine_config *cfg, double ops,
+                                 double graph_launches);
 
 struct cg_engine;
 struct cg_stream;

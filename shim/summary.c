@@ -150,8 +150,8 @@ void cg_summary_write(void)
 	cg_json_uint(&j, "flusher_wakeups", atomic_load(&cg_shim.flusher_wakeups));
 	struct cg_engine_config costs;
 	cg_engine_config_default(&costs);
-	double saved = (double)st.ops_replayed * costs.launch_host_us -
-	               (double)st.graph_launches * costs.graph_launch_host_us -
+	double saved = cg_engine_launch_saved_us(&costs, (double)st.ops_replayed,
+	                                         (double)st.graph_launches) -
 	               (double)st.patches * HOST_US_PER_PATCH;
 	cg_json_double(&j, "host_time_saved_us", saved > 0 ? saved : 0.0);
 	cg_json_obj(&j, "fallbacks");
