@@ -30,6 +30,12 @@ struct feed {
 	struct cg_control_decision last;
 };
 
+static void feed_init(struct feed *f)
+{
+	memset(f, 0, sizeof(*f));
+	cg_control_init(&f->c);
+}
+
 static void feed_close(struct feed *f, uint32_t ops, uint64_t end, bool waited, bool graphed)
 {
 	struct cg_control_decision d;
@@ -72,8 +78,7 @@ static void test_period_of_uneven_intervals(void **state)
 	/* A C trainer's step: five syncs, intervals of very different lengths. */
 	static const uint32_t step[] = { 200, 5, 100, 300, 25 };
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	for (int it = 0; it < 40; it++)
 		for (int k = 0; k < 5; k++)
 			feed_interval(&f, step[k], 1000, 500);
@@ -90,8 +95,7 @@ static void test_period_of_uneven_intervals(void **state)
 static void test_losing_graphs_go_eager(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	while (!f.decisions && f.intervals < 1000)
 		feed_interval(&f, 300, 10000, 11000);
 	assert_int_equal(f.decisions, 1);
@@ -116,8 +120,7 @@ static void test_losing_graphs_go_eager(void **state)
 static void test_winning_graphs_stay(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	uint32_t graphed = 0, n = 0;
 	for (int it = 0; it < 3000; it++) {
 		graphed += f.c.defer;
@@ -146,8 +149,7 @@ static void feed_interval_settled(struct feed *f, uint32_t ops, double ns_eager,
 static void test_builds_do_not_blur_the_probe(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	uint32_t builds = 3;  /* intervals; one graphed epoch is three of 1000 ops at 1 µs */
 	while (!f.decisions && f.intervals < 1000) {
 		bool building = f.c.phase == CG_CTL_PROBE && f.c.defer && f.c.nsample[1] && builds;
@@ -166,8 +168,7 @@ static void test_builds_do_not_blur_the_probe(void **state)
 static void test_probes_cost_little(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	while (!f.decisions && f.intervals < 1000)
 		feed_interval(&f, 1000, 5000, 1000);
 	assert_int_equal(f.decisions, 1);
@@ -193,8 +194,7 @@ static void test_noisy_win_holds(void **state)
 	for (uint32_t seed = 1; seed <= seeds; seed++) {
 		struct rng r = { seed * 0x9e3779b97f4a7c15ull };
 		struct feed f;
-		memset(&f, 0, sizeof(f));
-		cg_control_init(&f.c);
+		feed_init(&f);
 		for (int it = 0; it < 2000; it++) {
 			double noise = 0.85 + 0.30 * (double)below(&r, 1001) / 1000;
 			graphed += f.c.defer;
@@ -219,8 +219,7 @@ static void test_noisy_win_holds(void **state)
 static void test_tie_stays_eager(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	while (!f.decisions && f.intervals < 1000)
 		feed_interval(&f, 300, 10000, 10000);
 	assert_int_equal(f.decisions, 1);
@@ -233,8 +232,7 @@ static void test_tie_stays_eager(void **state)
 static void test_phase_change_noticed(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	for (int it = 0; it < 300; it++)
 		feed_interval(&f, 300, 10000, 12000);
 	assert_false(f.c.defer);
@@ -261,8 +259,7 @@ static void test_phase_change_noticed(void **state)
 static void test_trust_before_first_probe(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	f.saved_per_op = 2400;
 	uint32_t trusting = 0;
 	while (!f.decisions && f.intervals < 5000) {
@@ -287,8 +284,7 @@ static void test_trust_before_first_probe(void **state)
 static void test_trust_is_bounded(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	f.saved_per_op = 3300;
 	bool trusted = false;
 	while (!f.decisions && f.intervals < 5000) {
@@ -307,8 +303,7 @@ static void test_trust_is_bounded(void **state)
 static void test_trust_ends_when_saving_drops(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	f.saved_per_op = 2400;
 	while (f.c.phase != CG_CTL_TRUST && f.intervals < 100)
 		feed_interval(&f, 1000, 3400, 1000);
@@ -329,8 +324,7 @@ static void test_trust_ends_when_saving_drops(void **state)
 static void test_no_wait_loop_windows(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	for (int i = 0; i < 200000 && !f.decisions; i++)
 		feed_op(&f, 3400, 1000, true);
 	assert_int_equal(f.decisions, 1);
@@ -342,8 +336,7 @@ static void test_no_wait_loop_windows(void **state)
 static void test_waits_for_graphs(void **state)
 {
 	struct feed f;
-	memset(&f, 0, sizeof(f));
-	cg_control_init(&f.c);
+	feed_init(&f);
 	for (int i = 0; i < 100000; i++)
 		feed_op(&f, 3000, 1000, false);
 	assert_int_equal(f.decisions, 0);
