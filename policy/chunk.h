@@ -58,6 +58,9 @@ struct cg_chunk {
 	uint64_t timed_at;             /* `launched` when its latest sample was taken */
 	uint64_t waits;                /* runs the host waited for right after (a sync, a copy to
 	                                  the host): each exposes the chunk's GPU time */
+	double span_us;                /* host time from a deferred run's first op to its graph's
+	                                  launch, summed over its first CG_SPAN_RUNS graph runs */
+	uint32_t span_n;
 	uint32_t ends;                 /* times it ended since epoch ends_epoch: which place follows */
 	uint64_t ends_epoch;
 	struct cg_chunk *armed_next;   /* next armed chunk whose first op has the same hash */

@@ -283,14 +283,23 @@ static void drop_graph(struct cg_stream *s, struct cg_chunk *t)
 		s->expect = NULL;
 }
 
-static void disable(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r)
+/* `cost`: what the chunk's timing showed, where that decided (else NULL). */
+static void disable_costed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r,
+                           const struct cg_chunk_cost *cost)
 {
 	if (t->graph)
 		drop_graph(s, t);
 	t->state = CG_CHUNK_DISABLED;
 	t->why = r;
 	ST(s, chunks_disabled, 1);
-	chunk_event(s, CG_EV_CHUNK_DISABLED, r, t);
+	emit(s, (struct cg_event){ .kind = CG_EV_CHUNK_DISABLED, .reason = r,
+	                           .op_index = s->chunk_first, .chunk_ops = t->n,
+	                           .chunk_key = t->key, .cost = cost });
+}
+
+static void disable(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r)
+{
+	disable_costed(s, t, r, NULL);
 }
 
 /* A graph API failed for this chunk: back off exponentially, give up after fail_limit. */
@@ -513,6 +522,13 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
  * slower than that saving: eager samples are taken only for a graph over this share of it (a
  * margin for the noise of a few samples). */
 #define CG_GATE_PLAUSIBLE 0.8
+/* Graph runs whose submission span (first deferred op to the graph's launch) is kept: what a
+ * wait after the chunk costs depends on how fast the host submits it (cg_stream_timing). */
+#define CG_SPAN_RUNS 6
+/* An exposure under this much (us, or this share of the graph's GPU time) is the samples'
+ * noise: the chunk keeps its graph, the same way in every run. */
+#define CG_EXPOSED_NOISE_US 1.0
+#define CG_EXPOSED_NOISE 0.03
 
 enum timing { UNTIMED, TIME_EAGER, TIME_GRAPH };
 
@@ -618,6 +634,12 @@ static void budget_completed(struct cg_stream *s)
 static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 {
 	budget_completed(s);
+	uint64_t since = __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
+	if (since && t->span_n < CG_SPAN_RUNS) {
+		uint64_t now = s->e->now_ns();
+		t->span_us += now > since ? (double)(now - since) / 1e3 : 0;
+		t->span_n++;
+	}
 	s->just_launched = t->key;
 	const struct cg_engine *e = s->e;
 	const struct cg_scratch *sc = &s->sc;
@@ -1174,6 +1196,30 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s)
 	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
 }
 
+static double max_d(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+/* How much later a wait right after the chunk ends deferred than eager (us; below 0: sooner).
+ * Deferred, the chunk's graph starts on the GPU once its last op is submitted: its whole GPU
+ * time g comes after the host's span S of submitting it (measured) and the graph launch G.
+ * Eager, each op starts as it is launched (L each): the GPU is done at the later of the last
+ * launch plus about the last op's share of g (a host slower than the GPU: a Python loop) and
+ * the first launch plus the ops' GPU time back to back (a GPU slower than the host: its eager
+ * sample's time, else taken as the graph's). So a host that submits slowly loses about g less
+ * the launch time saved; a host that keeps ahead of the GPU loses at most S + G - L, what
+ * holding the first op back until the last costs. */
+static double exposure_us(const struct cg_engine *e, const struct cg_chunk *t)
+{
+	double g = t->graph_us / t->graph_n, n = t->n;
+	double gpu = t->eager_n ? t->eager_us / t->eager_n : g;
+	double span = t->span_n ? t->span_us / t->span_n : 0;
+	double L = e->cfg.launch_host_us, G = e->cfg.graph_launch_host_us;
+	double eager_done = max_d(span + n * L + g / n, L + gpu);
+	return span + G + g - eager_done;
+}
+
 /* An exposed chunk (below) is learned again in two parts, cut after its middle op wherever an
  * op of that hash comes: the first part's graph starts on the GPU while the host still submits
  * the rest, and only the last part's time is waited for whole; that part is timed and judged as
@@ -1220,24 +1266,26 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	if (g <= saved / 2)
 		t->timing_done = true;
 	enum cg_reason r = CG_R_NONE;
+	struct cg_chunk_cost cost = { .graph_us = g, .eager_us = e, .saved_us = saved };
 	if (t->eager_n >= CG_TIMING_SAMPLES && t->graph_n >= CG_TIMING_SAMPLES && g > e * 1.02 &&
 	    g - e > saved)
 		r = CG_R_COST_GATE;
-	/* Deferred, a chunk the host then waits for (.item(), a sync) starts on the GPU only when
-	 * the host is already waiting: its whole GPU time is waited for, where eager launches would
-	 * have run while the host submitted them (all but about the last op's share). Worth it only
-	 * while that costs less than the launch time its graph saves. It is paid where the host
-	 * waits, the saving at every run: a chunk waited for at one run in ten (a copy to the host
-	 * every 10 steps of a loop of one chunk) pays a tenth of it. */
+	/* A chunk the host then waits for (.item(), a sync): paid where the host waits, the saving
+	 * at every run (a chunk waited for at one run in ten, a copy to the host every 10 steps,
+	 * pays a tenth of its exposure). */
 	else if (t->graph_n >= CG_TIMING_SAMPLES && t->waits) {
 		uint64_t runs = t->launched + t->timed_eager;
 		double share = runs > t->waits ? (double)t->waits / (double)runs : 1.0;
-		if (share * g * (t->n - 1) / t->n > saved)
+		cost.exposure_us = exposure_us(s->e, t);
+		cost.waited_share = share;
+		if (share * (cost.exposure_us - max_d(CG_EXPOSED_NOISE_US, CG_EXPOSED_NOISE * g)) >
+		    (1 - share) * saved)
 			r = CG_R_EXPOSED;
 	}
 	if (r == CG_R_NONE)
 		return;
-	disable(s, t, r);
+	cost.span_us = t->span_n ? t->span_us / t->span_n : 0;
+	disable_costed(s, t, r, &cost);
 	if (r == CG_R_EXPOSED)
 		cut_exposed(s, t);
 	if (s->deferring && !s->ncand && !s->complete)

@@ -133,6 +133,13 @@ enum cg_event_kind {
 };
 struct cg_control_decision;
 struct cg_control_summary;
+/* What a chunk's timing showed when the cost gate or its exposure to a wait disabled it (us,
+ * means of its samples): the graph's GPU time, its ops' GPU time launched eagerly (0 without
+ * a sample), the host launch time the graph saves, the host's span submitting it, how much
+ * later a wait right after it ends deferred, and the share of its runs waited for. */
+struct cg_chunk_cost {
+	double graph_us, eager_us, saved_us, span_us, exposure_us, waited_share;
+};
 struct cg_event {
 	enum cg_event_kind kind;
 	enum cg_reason reason;
@@ -144,6 +151,7 @@ struct cg_event {
 	const struct cg_op *got;       /* submitted op, else NULL */
 	const char *detail;            /* backend detail (failing API result) or NULL */
 	const struct cg_control_decision *decision;  /* DECISION only (policy/control.h) */
+	const struct cg_chunk_cost *cost;  /* CHUNK_DISABLED by the cost gate or exposure */
 };
 
 /* Where deferred work kept diverging, for the report: the op the chunk expected and the op that

@@ -112,6 +112,19 @@ void cg_events_engine(void *be, const struct cg_event *ev)
 	}
 	if (ev->detail)
 		cg_json_str(j, "detail", ev->detail);
+	if (ev->cost) {
+		cg_json_obj(j, "timing_us");
+		cg_json_double(j, "graph", ev->cost->graph_us);
+		if (ev->cost->eager_us > 0)
+			cg_json_double(j, "eager", ev->cost->eager_us);
+		cg_json_double(j, "launch_saved", ev->cost->saved_us);
+		cg_json_double(j, "submit_span", ev->cost->span_us);
+		if (ev->reason == CG_R_EXPOSED) {
+			cg_json_double(j, "exposure", ev->cost->exposure_us);
+			cg_json_double(j, "waited_share", ev->cost->waited_share);
+		}
+		cg_json_obj_end(j);
+	}
 	/* The program's call that made the engine decide; a timeout comes from the flusher. */
 	if (ev->kind == CG_EV_FALLBACK && ev->reason != CG_R_TIMEOUT && cg_tl_api)
 		cg_json_str(j, "api", cg_tl_api);

@@ -34,8 +34,24 @@ static struct cg_op mkop(uint32_t kernel, uint32_t shape, uint64_t ptr, uint64_t
 	return (struct cg_op){ .sig = sig_buf, .args = args_buf, .sig_len = 96, .args_len = 64 };
 }
 
+/* The host's pace: a paced rig's engine reads a clock that the scenario's loops advance by
+ * sim_pace ns before each op they submit. */
+static uint64_t sim_now, sim_pace;
+
+static uint64_t sim_clock(void)
+{
+	return sim_now;
+}
+
+static void submit_paced(struct rig *r, int sid, const struct cg_op *op)
+{
+	sim_now += sim_pace;
+	fake_submit(&r->fb, r->s[sid], (uint32_t)sid, op);
+}
+
 static void rig_up(struct rig *r, const struct cg_engine_config *cfg, int streams)
 {
+	sim_pace = 0;
 	memset(r, 0, sizeof(*r));
 	fake_backend_init(&r->fb, 1);
 	r->e = cg_engine_new(cfg, &r->fb.table, &r->fb);
@@ -55,6 +71,14 @@ static const struct cg_engine_config *config(uint32_t warmup, uint32_t chunk_max
 	cfg.measure = false;  /* these scenarios count what the policy does; the controller decides
 	                         from wall time and has its own tests (policy_control) */
 	return &cfg;
+}
+
+/* The engine's clock from now on: the host submits an op every `ns_per_op` ns. */
+static void rig_paced(struct rig *r, uint64_t ns_per_op)
+{
+	sim_now = 1000000;
+	sim_pace = ns_per_op;
+	cg_engine_set_clock(r->e, sim_clock);
 }
 
 static struct cg_stats stats(const struct rig *r)
@@ -92,7 +116,7 @@ static void iteration_to(struct rig *r, int sid, enum cg_reason why)
 {
 	for (uint32_t p = 0; p < LOOP; p++) {
 		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
-		fake_submit(&r->fb, r->s[sid], (uint32_t)sid, &op);
+		submit_paced(r, sid, &op);
 	}
 	fake_boundary(&r->fb, r->s[sid], (uint32_t)sid, why);
 }
@@ -730,7 +754,9 @@ static void test_every_node_patched_judged_by_times(void **state)
 }
 
 /* The chunk the host waits for right after it (the iteration ends with a sync) starts on the GPU
- * only then: when its graph's GPU time is over the host time the graph saves, it is not replayed
+ * only then. With a host that submits an op every 20 us (a Python loop: eager, each op would
+ * have run while the host submitted the next), when its graph's GPU time is over the host time
+ * the graph saves, it is not replayed
  * whole (EXPOSED) but learned again in two parts, cut after its middle op: the first part's
  * graph starts while the host submits the rest. The part the host waits for is judged on its
  * own; exposed in turn and too short to cut again, it stays eager. The same chunk before a
@@ -741,6 +767,7 @@ static void test_exposed_chunk_before_sync(void **state)
 		enum cg_reason end = at_sync ? CG_R_SYNC : CG_R_EVENT;
 		struct rig r;
 		rig_up(&r, config(3, 64), 1);
+		rig_paced(&r, 20000);
 		for (int it = 0; it < 4; it++)
 			iteration_to(&r, 0, end);
 		uint64_t key = r.fb.last_built_key;  /* the iteration's last chunk */
@@ -814,7 +841,7 @@ static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
 {
 	for (uint32_t p = 0; p < period; p++) {
 		struct cg_op op = mkop(1000 + p, 1, 0x7000000 + p * 0x1000, 1);
-		fake_submit(&r->fb, r->s[0], 0, &op);
+		submit_paced(r, 0, &op);
 	}
 	fake_boundary(&r->fb, r->s[0], 0, why);
 }
@@ -856,6 +883,7 @@ static void test_exposed_unit_cut_shorter(void **state)
 {
 	struct rig r;
 	rig_up(&r, config(3, 64), 1);
+	rig_paced(&r, 20000);
 	for (int it = 0; it < 8; it++)
 		short_loop_to(&r, 42, CG_R_SYNC);
 	assert_int_equal(r.fb.last_built_ops, 42);
@@ -874,6 +902,43 @@ static void test_exposed_unit_cut_shorter(void **state)
 	assert_true(st.graphs_built >= 3);  /* the unit's, then the shorter chunks' */
 	assert_int_equal(st.ops, st.ops_replayed + st.ops_eager);
 	rig_down(&r);
+}
+
+/* What a wait after a chunk costs deferred depends on the host's pace. A loop of 42 ops (one
+ * chunk) with a sync after each, its GPU time twice the launch time its graph saves: submitted
+ * an op every 20 us, eager ops would each have run while the host submitted the next, so the
+ * graph, which starts after the last, is exposed. Submitted every 0.2 us (a C loop), the eager
+ * ops queue up behind each other on the GPU just as the graph's nodes do, and the graph keeps
+ * running: the wait ends no later. The same fast host with a graph 10% slower on the GPU than
+ * its ops launched eagerly: the wait pays that, and it is exposed. Exposed, the loop is learned
+ * again in shorter chunks (test_exposed_unit_cut_shorter). */
+static void test_exposure_follows_host_pace(void **state)
+{
+	enum { SLOW_HOST, FAST_HOST, FAST_HOST_SLOWER_GRAPH };
+	for (int c = SLOW_HOST; c <= FAST_HOST_SLOWER_GRAPH; c++) {
+		struct rig r;
+		rig_up(&r, config(3, 64), 1);
+		rig_paced(&r, c == SLOW_HOST ? 20000 : 200);
+		for (int it = 0; it < 8; it++)
+			short_loop_to(&r, 42, CG_R_SYNC);
+		assert_int_equal(r.fb.last_built_ops, 42);
+		double saved = 42 * 3.4 - 2.5, eager = 2 * saved;
+		double graph = c == FAST_HOST_SLOWER_GRAPH ? 1.1 * eager : eager;
+		for (int i = 0; i < 3; i++)
+			timing_pair(&r, r.fb.last_built_key, eager, graph);
+		assert_int_equal(stats(&r).chunks_disabled, c != FAST_HOST);
+		assert_int_equal(r.fb.events[CG_EV_CHUNK_DISABLED], c != FAST_HOST);
+		uint64_t before = stats(&r).ops_replayed;
+		for (int it = 0; it < 10; it++)
+			short_loop_to(&r, 42, CG_R_SYNC);
+		struct cg_stats st = stats(&r);
+		assert_int_equal(st.exposed_splits, c != FAST_HOST);
+		if (c == FAST_HOST)
+			assert_int_equal(st.ops_replayed - before, 10 * 42);
+		else
+			assert_true(st.ops_replayed - before < 10 * 42);
+		rig_down(&r);
+	}
 }
 
 static void test_max_graphs_evicts_lru(void **state)
@@ -1114,6 +1179,7 @@ int main(void)
 		cmocka_unit_test(test_exposed_chunk_before_sync),
 		cmocka_unit_test(test_exposed_now_and_then),
 		cmocka_unit_test(test_exposed_unit_cut_shorter),
+		cmocka_unit_test(test_exposure_follows_host_pace),
 		cmocka_unit_test(test_max_graphs_evicts_lru),
 		cmocka_unit_test(test_max_graphs_never_evicts_other_streams),
 		cmocka_unit_test(test_record_only_never_defers),
