@@ -1,12 +1,12 @@
 /* The deferral controller (control.h). The program's time is cut into intervals at its waits
  * for the GPU (or into windows of ops when it never waits); the loop's period is found in the
  * interval lengths, and an epoch is a whole number of periods, so that every epoch holds the
- * same work. Once the stream has graphs (and, where they save much launch time, after a few
- * epochs of trusting them), epochs alternate between deferring and not; the mode
- * with the lower median time per op wins and runs for a while (longer each time the same mode
- * wins again), then both are measured again: a job's phases change. A standing decision is
- * overturned by a clear difference, or by two full probes in a row, never by a few noisy
- * epochs. */
+ * same work. Once the stream has graphs, they run a few epochs trusted (each of their chunks
+ * passed its cost gate and its exposure to waits), then epochs alternate between deferring and
+ * not; eager wins only with a median time per op lower by a margin, and the winner runs for a
+ * while (longer each time the same mode wins again), then both are measured again: a job's
+ * phases change. A standing decision is overturned by a clear difference, or by two full probes
+ * in a row, never by a few noisy epochs. */
 #include <string.h>
 #include "policy/control.h"
 
@@ -16,9 +16,10 @@
 #define CG_CONTROL_MIN_EPOCH_NS 3000000u
 #define CG_CONTROL_MAX_PERIODS 64      /* but no more than this many periods */
 #define CG_CONTROL_PERIOD_CHECK 6      /* intervals a period must have repeated over */
-/* Deferral must be faster than eager by this share to stay on: where the two cannot be told
- * apart, eager is what the program asked for. */
-#define CG_CONTROL_MARGIN 0.01
+/* Eager must be faster than deferral by this share to win. Where the two cannot be told apart,
+ * the graphs stay: each passed its own chunk's tests, they spare the host its launch calls, and
+ * the decision comes out the same way in every run rather than as the noise falls. */
+#define CG_CONTROL_MARGIN 0.02
 /* Graphs faster in every sample by this factor win after two graphed epochs and one eager;
  * eager faster by CG_CONTROL_CLEAR_EAGER wins after two of each. */
 #define CG_CONTROL_CLEAR 0.67
@@ -32,14 +33,12 @@
  * the next probe costs at most this share of the time held (a C loop four times faster in
  * graphs: one eager epoch per ~400 graphed ones). */
 #define CG_CONTROL_PROBE_SHARE 0.01
-/* The first probe's eager epochs are a price a short job never earns back: where graphs save
- * the host at least this share of an epoch's time in launch calls (by the launch cost model:
- * a loop that is mostly launching), they run CG_CONTROL_TRUST settled epochs before it. What
- * the model cannot see (work held back from a GPU the host then waits for) is what the probe
- * measures after them; the cost of a wrong trust is bounded by those epochs. A loop that
- * launches little next to its other work (a Python step, the program's own graphs) gains
- * little either way and is probed at once. */
-#define CG_CONTROL_TRUST_SHARE 0.25
+/* The first probe's eager epochs are a price a short job never earns back, and the graphs have
+ * passed their chunks' tests already: they run CG_CONTROL_TRUST settled epochs before it. What
+ * those tests cannot see (work held back from a GPU the host then waits for, in ways no chunk
+ * shows alone) is what the probe measures after them. A graphed epoch clearly slower than every
+ * eager epoch before the graphs (CG_CONTROL_CLEAR_EAGER) ends the trust at once; otherwise a
+ * wrong trust costs those epochs at most. */
 #define CG_CONTROL_TRUST 16
 /* Epochs in a row that a probe may skip because graphs were built or timed in them (one-time
  * costs that say nothing about either mode); after that the epoch counts as it is. */
@@ -174,7 +173,7 @@ static bool probe_done(const struct cg_control *c, bool *defer, bool *clear)
 	bool full = ne >= CG_CONTROL_SAMPLES && ng >= CG_CONTROL_SAMPLES;
 	if (!full && mg > me * (1 - CG_CONTROL_CLOSE) && mg < me * (1 + CG_CONTROL_CLOSE))
 		return false;
-	bool d = mg < me * (1 - CG_CONTROL_MARGIN);
+	bool d = !(me < mg * (1 - CG_CONTROL_MARGIN));
 	/* A few epochs of each mode may confirm the standing decision, not overturn it: a real
 	 * job's epochs differ by 10-20% from one to the next. */
 	if (!full && c->decisions && d != c->last.defer)
@@ -218,27 +217,27 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 }
 
 /* An epoch of c->defer's mode ended, `per_op` ns per op over `epoch_ns`; `graphed`: settled
- * throughout (control.h); `saving`: the share of epoch_ns its graphs saved in launch calls. */
+ * throughout (control.h). */
 static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bool graphed,
-                      double saving, struct cg_control_decision *out)
+                      struct cg_control_decision *out)
 {
 	switch (c->phase) {
 	case CG_CTL_WAIT:
-		if (!graphed)
-			return false;
-		if (saving >= CG_CONTROL_TRUST_SHARE) {
-			c->phase = CG_CTL_TRUST;
-			c->hold = CG_CONTROL_TRUST;
+		if (!graphed) {
+			/* before graphs: what eager costs, as far as warm-up lets it show */
+			if (!c->eager_ref || per_op < c->eager_ref)
+				c->eager_ref = per_op;
 			return false;
 		}
-		/* A whole epoch with graphs settled: the probe starts with it as its first graphed
-		 * sample (graphed first: where graphs win big, the eager epochs are the cost). */
-		start_probe(c);
-		add_sample(c, per_op, epoch_ns);
-		break;
+		/* this epoch is the trust's first */
+		c->phase = CG_CTL_TRUST;
+		c->hold = CG_CONTROL_TRUST;
+		/* fall through */
 	case CG_CTL_TRUST:
-		/* Counted in settled epochs; one whose graphs save less ends the trust at once. */
-		if (!graphed || (saving >= CG_CONTROL_TRUST_SHARE && --c->hold))
+		/* Counted in settled epochs; one clearly slower than eager was ends the trust. */
+		if (!graphed)
+			return false;
+		if (!(c->eager_ref && per_op * CG_CONTROL_CLEAR_EAGER > c->eager_ref) && --c->hold)
 			return false;
 		c->hold = 0;
 		start_probe(c);
@@ -279,7 +278,7 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 }
 
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool waited,
-                         bool graphed, uint64_t saved_ns, struct cg_control_decision *out)
+                         bool graphed, struct cg_control_decision *out)
 {
 	if (!c->epoch_ns) {
 		c->epoch_ns = end;  /* the first interval only marks where measuring starts */
@@ -293,7 +292,6 @@ bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool 
 	}
 	note_interval(c, ops);
 	c->epoch_ops += ops;
-	c->epoch_saved_ns += saved_ns;
 	c->epoch_graphed &= graphed;
 	c->epoch_intervals++;
 	if (!epoch_complete(c, end))
@@ -301,12 +299,10 @@ bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool 
 	uint64_t epoch_ns = end - c->epoch_ns;
 	double per_op = (double)epoch_ns / (double)(c->epoch_ops ? c->epoch_ops : 1);
 	bool settled = c->epoch_graphed;
-	double saving = epoch_ns ? (double)c->epoch_saved_ns / (double)epoch_ns : 0;
 	c->epoch_len = c->epoch_intervals;
 	c->epoch_ns = end;
 	c->epoch_ops = 0;
-	c->epoch_saved_ns = 0;
 	c->epoch_intervals = 0;
 	c->epoch_graphed = true;
-	return epoch_end(c, per_op, epoch_ns, settled, saving, out);
+	return epoch_end(c, per_op, epoch_ns, settled, out);
 }

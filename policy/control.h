@@ -35,8 +35,8 @@ enum cg_control_phase {
 	CG_CTL_WAIT,   /* nothing graphed on the stream yet: nothing to decide */
 	CG_CTL_PROBE,  /* epochs alternate between deferring and not, each one timed */
 	CG_CTL_HOLD,   /* the faster mode runs; measured again after `hold` epochs */
-	CG_CTL_TRUST,  /* before the first probe: graphs that save the host a large share of its
-	                  time in launch calls run for `hold` epochs unmeasured (control.c) */
+	CG_CTL_TRUST,  /* before the first probe: graphs run for `hold` settled epochs, unless
+	                  one is clearly slower than the eager epochs before them (control.c) */
 };
 
 struct cg_control {
@@ -45,7 +45,6 @@ struct cg_control {
 	uint32_t window;            /* ops after which an interval ends without a wait */
 	/* The current epoch: from epoch_ns on, epoch_ops ops in epoch_intervals intervals. */
 	uint64_t epoch_ns, epoch_ops;
-	uint64_t epoch_saved_ns;    /* host time in launch calls the epoch's graphs saved */
 	uint32_t epoch_intervals;
 	uint32_t epoch_len;         /* intervals in the last complete epoch */
 	bool epoch_graphed;         /* every interval of this epoch ran with graphs in use */
@@ -53,6 +52,7 @@ struct cg_control {
 	uint32_t ring[CG_CONTROL_RING];
 	uint64_t nring;
 	uint32_t period;
+	double eager_ref;           /* ns per op of the fastest epoch before graphs (0: none) */
 	/* The current probe's epochs, ns per op and each epoch's length in ns, [0] eager,
 	 * [1] graphed. */
 	double sample[2][CG_CONTROL_SAMPLES];
@@ -81,11 +81,9 @@ void cg_control_summarize(const struct cg_control *c, struct cg_control_summary 
  * `graphed`: graphs are in use and settled (launched, none built or timed for the cost gate in
  * the interval), so deferring makes its difference; probing starts after a whole epoch of such
  * intervals, and an epoch that was not settled is measured again rather than compared.
- * `saved_ns`: the host time in launch calls that the interval's graph launches saved, by the
- * launch cost model (what replayed ops would have cost as launches, less the graph launches).
  * Returns true when a probe just ended, with its outcome in *out; c->defer says the mode from
  * now on. */
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end_ns, bool waited,
-                         bool graphed, uint64_t saved_ns, struct cg_control_decision *out);
+                         bool graphed, struct cg_control_decision *out);
 
 #endif

@@ -48,7 +48,6 @@ struct cg_engine {
 	uint64_t ctl_timed;      /* `timed` when the controller last looked */
 	uint64_t built;          /* atomic: graphs built so far (each costs its build once) */
 	uint64_t ctl_built;      /* `built` when the controller last looked */
-	uint64_t ctl_saved;      /* launch time saved by graphs (ns) when it last looked */
 };
 
 struct cg_stream {
@@ -949,22 +948,14 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
  * stream's op closes it reports what a finished probe decided. */
 #define CG_CTL_BATCH 32  /* a stream's ops between two looks at every stream's count */
 
-/* Over every stream so far (freed streams included): ops submitted, and the host time in launch
- * calls that graph launches saved, by the launch cost model (the ops they ran, as launches, less
- * the graph launches), in ns. */
-static uint64_t ops_and_saving(struct cg_engine *e, uint64_t *saved_ns)
+/* Ops submitted over every stream so far (freed streams included). */
+static uint64_t ops_total(struct cg_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
-	uint64_t n = e->retired.ops, replayed = e->retired.ops_replayed;
-	uint64_t launches = e->retired.graph_launches;
-	for (const struct cg_stream *s = e->streams; s; s = s->next) {
+	uint64_t n = e->retired.ops;
+	for (const struct cg_stream *s = e->streams; s; s = s->next)
 		n += __atomic_load_n(&s->st.ops, __ATOMIC_RELAXED);
-		replayed += __atomic_load_n(&s->st.ops_replayed, __ATOMIC_RELAXED);
-		launches += __atomic_load_n(&s->st.graph_launches, __ATOMIC_RELAXED);
-	}
 	pthread_mutex_unlock(&e->lock);
-	*saved_ns = (uint64_t)(1000 * cg_engine_launch_saved_us(&e->cfg, (double)replayed,
-	                                                        (double)launches));
 	return n;
 }
 
@@ -978,8 +969,7 @@ static void control_op(struct cg_stream *s)
 	 * submitted before their next look (that counts in the next interval). */
 	if (s->st.ops < s->ctl_next && !__atomic_load_n(&e->ctl_wait_ns, __ATOMIC_RELAXED))
 		return;
-	uint64_t saved;
-	uint64_t total = ops_and_saving(e, &saved);
+	uint64_t total = ops_total(e);
 	struct cg_control_decision d;
 	bool decided = false;
 	pthread_mutex_lock(&e->ctl_lock);
@@ -1004,10 +994,8 @@ static void control_op(struct cg_stream *s)
 		               timed == e->ctl_timed && built == e->ctl_built;
 		e->ctl_timed = timed;
 		e->ctl_built = built;
-		uint64_t saved_since = saved > e->ctl_saved ? saved - e->ctl_saved : 0;
-		e->ctl_saved = saved;
 		decided = cg_control_interval(&e->ctl, wait ? (n ? n - 1 : 0) : n, end, wait != 0,
-		                              settled, saved_since, &d);
+		                              settled, &d);
 		__atomic_store_n(&e->ctl_probing, e->ctl.phase == CG_CTL_PROBE, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->ctl_defer, e->ctl.defer, __ATOMIC_RELAXED);
 	}
