@@ -126,8 +126,12 @@ void cg_summary_write(void)
 	memset(&st, 0, sizeof(st));
 	if (cg_shim.engine)
 		cg_engine_stats(cg_shim.engine, &st);
+	/* Launches into the program's own capture run nowhere then (its graph launches run them):
+	 * counted apart, not as ops run eagerly. */
 	for (int r = 0; r < CG_R_COUNT; r++) {
 		uint64_t n = cg_count_total(CG_COUNT_BYPASS + r);
+		if (r == CG_R_CAPTURE)
+			continue;
 		st.ops += n;
 		st.ops_eager += n;
 		st.fallbacks[r] += n;
@@ -139,6 +143,7 @@ void cg_summary_write(void)
 		if (strncmp(cg_entry_name[e], "cuLaunchKernel", 14) == 0)
 			launches += cg_count_entry((enum cg_entry)e);
 	cg_json_uint(&j, "launches", launches);
+	cg_json_uint(&j, "ops_in_program_captures", cg_count_total(CG_COUNT_BYPASS + CG_R_CAPTURE));
 	/* The engine's counters and their ratios (policy/stats.def). */
 #define CG_STAT(field, key, doc) if (key) cg_json_uint(&j, key, st.field);
 #define CG_STAT_RATIO(key, num, den) \

@@ -272,6 +272,10 @@ static void cg_print_totals(const struct cg_merged *m)
 		printf("  replayed   %.1f%% of %.0f ops from graphs (%.0f graph launches, %.0f graphs built), %.0f eager\n",
 		       ops > 0 ? 100.0 * replayed / ops : 0.0, ops, cg_merged_total(m, "graph_launches", 0),
 		       cg_merged_total(m, "graphs_built", 0), cg_merged_total(m, "ops_eager", 0));
+		double captured = cg_merged_total(m, "ops_in_program_captures", 0);
+		if (captured > 0)
+			printf("  captured   %.0f launches into the program's own graphs (not counted as ops: its graph launches run them)\n",
+			       captured);
 		printf("  saved      ~%.1f ms host time (estimate)\n",
 		       cg_merged_total(m, "host_time_saved_us", 0) / 1000.0);
 		double escaped = cg_merged_total(m, "escaped_launches", -1);
