@@ -38,7 +38,7 @@ canned empty-report 0 0 0123abcd ''
 expect empty-report fail compare empty-report checksum
 canned zero 0 0 0123abcd '{"event":"header"}' '{"event":"summary","launches":0,"ops":0}'
 expect zero fail compare zero checksum
-canned capture-only 0 0 0123abcd '{"event":"summary","launches":0,"ops":8}'  # all in its own capture
+canned capture-only 0 0 0123abcd '{"event":"summary","launches":0,"ops":0,"ops_in_program_captures":8}'  # all in its own capture
 expect capture-only pass compare capture-only checksum
 canned no-summary 0 0 0123abcd '{"event":"header"}'
 expect no-summary fail compare no-summary checksum

@@ -16,24 +16,24 @@ for key in sys.argv[2:]:
         v = v.get(k, 0) if isinstance(v, dict) else 0
     out.append(str(v))
 print(" ".join(out))' "$@"; }
-# shim_ran REPORT [RC]: the report's summary counts launches or ops (the shim was preloaded, saw
-# the program's work and wrote its report; ops alone where every launch was inside the program's
-# own capture). A program that dies of signal RC-128 on purpose writes no summary: its report's
-# last record must then be that signal.
+# shim_ran REPORT [RC]: the report's summary counts launches, ops or launches into the program's
+# own capture (the shim was preloaded, saw the program's work and wrote its report; the last alone
+# where every launch was inside the program's capture). A program that dies of signal RC-128 on
+# purpose writes no summary: its report's last record must then be that signal.
 shim_ran() {
   local rep=$1 rc=${2:-0} l
   if [ "$rc" -gt 128 ] 2>/dev/null; then
     tail -n 1 "$rep" 2> /dev/null | grep -q "\"event\":\"signal\".*\"signal\":$((rc - 128))[,}]" && return 0
     echo "no record of signal $((rc - 128)) in the report $rep"; return 1
   fi
-  l=$(summary "$rep" launches ops)
+  l=$(summary "$rep" launches ops ops_in_program_captures)
   case $l in
     *[!0-9\ ]*|'') ;;
-    '0 0') ;;
+    '0 0 0') ;;
     *) return 0 ;;
   esac
   [ -s "$rep" ] || { echo "no report $rep (was libcugraft.so preloaded?)"; return 1; }
-  echo "the report $rep has no summary with launches or ops (launches, ops: '${l}')"; return 1
+  echo "the report $rep has no summary with launches or ops (launches, ops, ops in the program's captures: '${l}')"; return 1
 }
 compare() { # NAME KEY [RC]: both exited RC (default 0), the shim ran, lines starting with KEY identical
   local n=$1 key=$2 want=${3:-0} a b why
