@@ -224,8 +224,11 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 	switch (c->phase) {
 	case CG_CTL_WAIT:
 		if (!graphed) {
-			/* before graphs: what eager costs, as far as warm-up lets it show */
-			if (!c->eager_ref || per_op < c->eager_ref)
+			/* Before graphs: what eager costs, as far as warm-up lets it show, from epochs
+			 * of whole periods only (16 intervals of a 5-interval step hold other work
+			 * than the next 16, at another time per op). */
+			if (c->period && c->epoch_len % c->period == 0 &&
+			    (!c->eager_ref || per_op < c->eager_ref))
 				c->eager_ref = per_op;
 			return false;
 		}

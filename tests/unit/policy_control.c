@@ -329,6 +329,29 @@ static void test_trust_ends_when_clearly_slower(void **state)
 	}
 }
 
+/* A step of ten intervals: eight of 500 cheap ops, two of 5 ops the host waits 2 ms on. Before
+ * the period is known an epoch is 16 intervals, a step and six cheap intervals, at 60% of a
+ * step's time per op; taken as what eager costs, graphs exactly as fast would look clearly
+ * slower and end the trust at once. Only epochs of whole periods count: the trust holds. */
+static void step_of_ten(struct feed *f, bool graphed)
+{
+	for (int k = 0; k < 10; k++)
+		feed_interval_graphed(f, k < 8 ? 500 : 5, k < 8 ? 200 : 2000000, graphed);
+}
+
+static void test_trust_compares_whole_periods(void **state)
+{
+	struct feed f;
+	feed_init(&f);
+	for (int it = 0; it < 4; it++)
+		step_of_ten(&f, false);
+	assert_int_equal(f.c.period, 10);
+	for (int it = 0; it < 12; it++)
+		step_of_ten(&f, true);
+	assert_int_equal(f.c.phase, CG_CTL_TRUST);
+	assert_int_equal(f.decisions, 0);
+}
+
 /* A loop that never waits is measured in windows of ops. */
 static void test_no_wait_loop_windows(void **state)
 {
@@ -603,6 +626,7 @@ int main(void)
 		cmocka_unit_test(test_trust_before_first_probe),
 		cmocka_unit_test(test_trust_is_bounded),
 		cmocka_unit_test(test_trust_ends_when_clearly_slower),
+		cmocka_unit_test(test_trust_compares_whole_periods),
 		cmocka_unit_test(test_no_wait_loop_windows),
 		cmocka_unit_test(test_waits_for_graphs),
 		cmocka_unit_test(test_engine_host_bound_stays_graphed),
