@@ -205,8 +205,8 @@ static uint64_t run_trace(uint64_t seed)
 		w.s[i] = cg_stream_new(w.e, fake_stream(i), i);
 		assert_non_null(w.s[i]);
 		make_program(&w.prog[i], &r);
-		if (w.cfg.measure)  /* long enough for the controller's probes to end */
-			w.prog[i].iters += below(&r, 60);
+		if (w.cfg.measure)  /* long enough for 16 trusted epochs and the probes after them */
+			w.prog[i].iters += 40 + below(&r, 200);
 	}
 	bool live[2] = { true, true };
 	while (live[0] || live[1]) {
