@@ -33,6 +33,10 @@
  * the next probe costs at most this share of the time held (a C loop four times faster in
  * graphs: one eager epoch per ~400 graphed ones). */
 #define CG_CONTROL_PROBE_SHARE 0.01
+/* And a decision for graphs holds long enough that the next probe's eager epochs are at most
+ * this share of the epochs held: each is replay given up, even where it costs little time (a
+ * win of a few percent re-probed every 16 epochs ran eager 6% of the time). */
+#define CG_CONTROL_PROBE_EPOCHS 0.02
 /* The first probe's eager epochs are a price a short job never earns back, and the graphs have
  * passed their chunks' tests already: they run CG_CONTROL_TRUST settled epochs before it. What
  * those tests cannot see (work held back from a GPU the host then waits for, in ways no chunk
@@ -200,6 +204,11 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 	c->decisions++;
 	c->flips += flipped;
 	uint32_t cost = hold_for_cost(c, defer);
+	if (defer && !doubted) {
+		double h = c->nsample[0] / CG_CONTROL_PROBE_EPOCHS;
+		uint32_t replay = h >= CG_CONTROL_HOLD_MAX ? CG_CONTROL_HOLD_MAX : (uint32_t)h;
+		cost = cost > replay ? cost : replay;
+	}
 	c->hold = c->hold_len > cost ? c->hold_len : cost;
 	c->phase = CG_CTL_HOLD;
 	c->defer = defer;

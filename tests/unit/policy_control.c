@@ -189,6 +189,27 @@ static void test_probes_cost_little(void **state)
 	assert_true(excess < 0.01 * (double)(f.now - start));  /* 1.3% with holds of 64, 128 */
 }
 
+/* Graphs 4% faster, not clearly: once they win, the probes that follow run eager at most 2% of
+ * the epochs held (holds of 16, 32, 64 epochs before: the next 350 epochs ran 12 eager), and
+ * they still come. */
+static void test_small_win_probes_rarely(void **state)
+{
+	struct feed f;
+	feed_init(&f);
+	while (!f.decisions && f.intervals < 1000)
+		feed_interval(&f, 300, 10000, 9600);
+	assert_int_equal(f.decisions, 1);
+	assert_true(f.last.defer);
+	uint32_t eager = 0, n = 700;  /* intervals of 2.9 ms: epochs of two */
+	for (uint32_t it = 0; it < n; it++) {
+		eager += !f.c.defer;
+		feed_interval(&f, 300, 10000, 9600);
+	}
+	assert_int_equal(f.eager_decisions, 0);
+	assert_true(f.decisions >= 2);
+	assert_true(eager <= n / 100);
+}
+
 /* Graphs 7% faster, each epoch off by up to 15% either way (a real job's epochs are that
  * noisy): the controller stays graphed and does not flip on a few unlucky epochs. */
 static void test_noisy_win_holds(void **state)
@@ -620,6 +641,7 @@ int main(void)
 		cmocka_unit_test(test_winning_graphs_stay),
 		cmocka_unit_test(test_builds_do_not_blur_the_probe),
 		cmocka_unit_test(test_probes_cost_little),
+		cmocka_unit_test(test_small_win_probes_rarely),
 		cmocka_unit_test(test_noisy_win_holds),
 		cmocka_unit_test(test_tie_keeps_graphs),
 		cmocka_unit_test(test_phase_change_noticed),
