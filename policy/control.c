@@ -246,7 +246,8 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 		c->hold = CG_CONTROL_TRUST;
 		/* fall through */
 	case CG_CTL_TRUST:
-		/* Counted in settled epochs; one clearly slower than eager was ends the trust. */
+		/* Counted in settled epochs; one clearly slower than the eager epochs before the
+		 * graphs ends the trust. */
 		if (!graphed)
 			return false;
 		if (!(c->eager_ref && per_op * CG_CONTROL_CLEAR_EAGER > c->eager_ref) && --c->hold)

@@ -34,7 +34,7 @@
 	X(LAUNCH_FAILED, "launch_failed",    "launching a graph failed; the chunk backs off") \
 	X(COST_SAMPLE,   "cost_sample",      "a few runs of each graphed chunk are submitted eagerly, timed on the GPU against its graph for the cost gate") \
 	X(COST_GATE,     "cost_gate",        "the graph ran slower than eager launches on the GPU; the chunk stays eager") \
-	X(EXPOSED,       "exposed",          "the host waits for this work right after it (a sync or a copy to the host): its deferred graph's GPU time would be waited for whole, more than its launches cost eagerly; it stays eager") \
+	X(EXPOSED,       "exposed",          "the host waits for this work right after it (a sync or a copy to the host): deferred, it starts on the GPU only once its last op is submitted, and the wait would end later than with eager launches by more than its graph saves (timing_us); it stays eager") \
 	X(MAX_GRAPHS,    "max_graphs",       "CUGRAFT_MAX_GRAPHS reached; least recently used graphs were evicted") \
 	X(DISABLED,      "disabled",         "chunk disabled after repeated failures") \
 	X(NO_MEMORY,     "no_memory",        "cugraft could not allocate memory for its own bookkeeping; the work ran eagerly") \
