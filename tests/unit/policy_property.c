@@ -205,8 +205,10 @@ static uint64_t run_trace(uint64_t seed)
 		w.s[i] = cg_stream_new(w.e, fake_stream(i), i);
 		assert_non_null(w.s[i]);
 		make_program(&w.prog[i], &r);
-		if (w.cfg.measure)  /* long enough for 16 trusted epochs and the probes after them */
-			w.prog[i].iters += 40 + below(&r, 200);
+		/* Some of the measured ones long enough for 16 trusted epochs and the probes after
+		 * them (all of them so long would take minutes under sanitizers). */
+		if (w.cfg.measure)
+			w.prog[i].iters += chance(&r, 250) ? 100 + below(&r, 140) : below(&r, 60);
 	}
 	bool live[2] = { true, true };
 	while (live[0] || live[1]) {
