@@ -371,6 +371,31 @@ static void cg_print_firsts(const struct cg_rfile *f)
 	cg_counts_free(&seen);
 }
 
+/* Chunks the cost gate or their exposure to a wait kept eager, with the times that decided
+ * (the first few: one line each). */
+static void cg_print_disabled(const struct cg_rfile *f)
+{
+	int shown = 0;
+	for (size_t i = 0; i < f->n_others && shown < 5; i++) {
+		const struct jv *e = f->others[i], *t = jv_get(e, "timing_us");
+		const char *event = jv_str(jv_get(e, "event")), *reason = jv_str(jv_get(e, "reason"));
+		if (!t || !event || !reason || strcmp(event, "chunk_disabled") != 0)
+			continue;
+		printf("  kept eager (%s): a %.0f-op chunk on stream %.0f: its graph %.1f us on the GPU",
+		       reason, jv_num(jv_get(e, "ops"), 0), jv_num(jv_get(e, "stream"), 0),
+		       jv_num(jv_get(t, "graph"), 0));
+		double eager = jv_num(jv_get(t, "eager"), 0);
+		if (eager > 0)
+			printf(", its ops eagerly %.1f", eager);
+		printf("; saves %.1f us of launches", jv_num(jv_get(t, "launch_saved"), 0));
+		if (strcmp(reason, "exposed") == 0)
+			printf("; submitted over %.1f us, a wait right after it ends %.1f us later deferred",
+			       jv_num(jv_get(t, "submit_span"), 0), jv_num(jv_get(t, "exposure"), 0));
+		printf("\n");
+		shown++;
+	}
+}
+
 int cg_cmd_report(int argc, char **argv)
 {
 	bool json = false;
@@ -421,6 +446,7 @@ int cg_cmd_report(int argc, char **argv)
 			cg_print_totals(&one);
 			cg_print_control(&f);
 			cg_print_firsts(&f);
+			cg_print_disabled(&f);
 			cg_print_votes(&f);
 			double more = 0;
 			for (size_t k = 0; k < f.n_suppressed; k++)

@@ -31,6 +31,8 @@ expect "$out" "hint: NCCL call: collectives run eagerly"
 expect "$out" "== merged: 2 files"
 expect "$out" "replayed   75.0% of 4000 ops from graphs (60 graph launches, 46 graphs built), 1000 eager"
 expect "$out" "saved      ~9.9 ms host time (estimate)"
+expect "$out" "kept eager (exposed): a 10-op chunk on stream 1: its graph 216.3 us on the GPU, its ops eagerly 215.9; saves 31.5 us of launches; submitted over 499.9 us, a wait right after it ends 163.2 us later deferred"
+expect "$out" "kept eager (cost_gate): a 1-op chunk on stream 2: its graph 11.9 us on the GPU, its ops eagerly 6.4; saves 0.9 us of launches"
 expect "$out" "captured   12 launches into the program's own graphs (not counted as ops: its graph launches run them)"
 expect "$out" "fallbacks  collective 20 · sync 10 · divergence 2"
 [ "$(printf '%s\n' "$out" | grep -c '^  first sync')" -eq 1 ] || fail "first sync shown more than once"
@@ -70,7 +72,7 @@ out=$("$CG" report "$T/cut.jsonl" 2>"$T/err"); rc=$?
 err=$(cat "$T/err")
 expect "$err" "cut.jsonl:3: unterminated string"
 expect "$err" 'cut.jsonl:5: not a report record (no "event")'
-expect "$err" "cut.jsonl:10: unterminated string at column 31 (the line is cut"
+expect "$err" "cut.jsonl:12: unterminated string at column 31 (the line is cut"
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 3 ] || fail "more errors than bad lines: $err"
 expect "$out" "replayed   90.0% of 1000 ops"
 expect "$out" "first divergence: cuLaunchKernel"
