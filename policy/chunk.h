@@ -54,6 +54,7 @@ struct cg_chunk {
 	double eager_us, graph_us;     /* GPU time of the cost gate's samples read back, summed */
 	uint32_t eager_n, graph_n;     /* and how many */
 	uint8_t timed_eager, timed_graph, timing_asks;  /* runs sampled for the cost gate, asks */
+	uint8_t learn_samples;         /* of timed_eager: taken at learning sightings */
 	bool timing_done;              /* the samples so far settle the cost gate's decision */
 	uint64_t timed_at;             /* `launched` when its latest sample was taken */
 	uint64_t waits;                /* runs the host waited for right after (a sync, a copy to

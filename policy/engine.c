@@ -20,6 +20,9 @@
 #define CG_SPLITS 16  /* exposed chunks a stream cuts in two (cut_exposed), at most */
 #define CG_SPLIT_MIN 8  /* ops in each part, at least */
 #define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
+#define CG_LEARN_FIRST 64     /* learning chunks a stream finds by their first op (direct-mapped) */
+#define CG_HOLD_DECLINED 8    /* learning samples declined in a row after which a stream stops
+                                 holding chunks for them */
 
 struct cg_engine {
 	struct cg_engine_config cfg;
@@ -58,6 +61,10 @@ struct cg_stream {
 	uint64_t chunk_first;       /* op index of the current chunk's first op */
 	struct cg_scratch sc;       /* the current chunk */
 	bool deferring;             /* all of sc is deferred and a prefix of every candidate */
+	struct cg_chunk *hold;      /* all of sc is held back, a prefix of this learning chunk, for
+	                               an eager sample (learn_sample) */
+	struct cg_chunk *learn_first[CG_LEARN_FIRST];  /* learning chunks by their first op's hash */
+	uint32_t declined;          /* learning samples the backend declined in a row */
 	struct cg_chunk **cand;
 	uint32_t ncand, cand_cap;
 	struct cg_chunk *complete;  /* the armed chunk sc equals exactly, if any */
@@ -245,6 +252,25 @@ static void submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_eve
 	uint32_t n = s->sc.n;
 	run_deferred(s);
 	fallback(s, r, n, true, ev);
+}
+
+/* The held ops run eagerly now, in order, and count as if the program had passed them (the
+ * chunk being learned goes on as it would have): all of them, or all but the latest when the
+ * caller is to submit that one itself (`keep_last`). */
+static void release_hold(struct cg_stream *s, bool keep_last)
+{
+	const struct cg_engine *e = s->e;
+	uint32_t n = s->sc.n - (keep_last ? 1 : 0);
+	for (uint32_t i = 0; i < n; i++) {
+		struct cg_op op;
+		cg_scratch_op(&s->sc, i, &op);
+		e->be->eager(e->be_ctx, s->be_stream, &op, NULL);
+	}
+	ST(s, ops_eager, s->sc.n);
+	ST(s, ops_flushed, n);
+	s->passed = s->sc.n;
+	s->hold = NULL;
+	__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
 }
 
 /* ---- graphs ----------------------------------------------------------------------------- */
@@ -435,6 +461,9 @@ static void cut(struct cg_stream *s, bool learn, bool latest)
 			t = cg_index_add(&s->ix, sc);
 		if (t)
 			r = learned(s, t, latest ? cg_loop_sightings(&s->per, sc->n) : 1, &detail);
+		/* Seen now: its next sightings can be held for an eager sample (start_hold). */
+		if (t && t->state == CG_CHUNK_LEARNING)
+			s->learn_first[t->hash[0] % CG_LEARN_FIRST] = t;
 	}
 	bool report = s->why == CG_R_NONE;
 	if (!report)
@@ -506,15 +535,24 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 	return k % t->ninst;
 }
 
-/* The cost gate's samples: once a chunk's graph has run (its first launch uploads it), its next
- * occurrences are timed by the backend on the GPU, the backend returning each through
- * cg_stream_timing: its graph first, up to CG_TIMING_SAMPLES times, and its ops submitted
- * eagerly, alternating with those, only while the graph's time says the gate could act on it
- * (an eager sample costs the replay of an occurrence). Either way the ops are exactly the
+/* The cost gate's samples, timed by the backend on the GPU and returned through
+ * cg_stream_timing. Eager ones come first from the chunk's last sightings while it is learned,
+ * which run eagerly anyway: their ops are held back (start_hold) and, once the occurrence is
+ * complete, submitted in a burst between the backend's events (learn_sample), up to
+ * CG_EAGER_SAMPLES of them, never its first sighting (cold: module loads, first launches).
+ * Once its graph has run (its first launch uploads it), the graph's next occurrences are
+ * timed, up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the
+ * backend declined, a flush or a divergence released the held ops, the loop detector learned
+ * the chunk at once), occurrences that could have been replayed run eagerly for them
+ * (eager_sample), alternating with the graph's, only while the graph's time says the gate
+ * could act on it (each costs the replay of an occurrence). Either way the ops are exactly the
  * program's, run once, in order. The backend may decline a sample (busy, or timing failed): a
  * chunk asks only so often. A sample taken is waited for (up to CG_TIMING_WAIT launches, should
  * it never come back) before the next: it may show the next unneeded. */
 #define CG_TIMING_SAMPLES 3
+/* Eager samples the gate needs: with warmup 3, the two sightings that follow the cold one. A
+ * burst of the same ops timed on the GPU differs little from one run to the next. */
+#define CG_EAGER_SAMPLES 2
 #define CG_TIMING_ASKS 12
 #define CG_TIMING_WAIT 16
 /* The gate needs a graph slower than its eager ops by more than the host time it saves, so
@@ -566,7 +604,7 @@ static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
 	if (t->timed_eager + t->timed_graph > t->eager_n + t->graph_n &&
 	    t->launched < t->timed_at + CG_TIMING_WAIT)
 		return UNTIMED;  /* a sample is out */
-	bool eager = t->timed_eager < CG_TIMING_SAMPLES && gate_plausible(s->e, t) &&
+	bool eager = t->timed_eager < CG_EAGER_SAMPLES && gate_plausible(s->e, t) &&
 	             (t->timed_eager < t->timed_graph || t->timed_graph >= CG_TIMING_SAMPLES);
 	if (!eager && t->timed_graph >= CG_TIMING_SAMPLES)
 		return UNTIMED;
@@ -906,13 +944,79 @@ static bool split_after(const struct cg_stream *s, uint64_t hash)
 	return false;
 }
 
-/* The op runs eagerly (the caller submits it) and is learned. */
+/* ---- eager samples from learning ------------------------------------------------------- */
+
+/* Would an occurrence of learning chunk `t` now be one of its last sightings before its graph,
+ * not its first, with an eager sample still to take? */
+static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chunk *t)
+{
+	return t->state == CG_CHUNK_LEARNING && t->seen >= 1 && t->timed_eager < CG_EAGER_SAMPLES &&
+	       t->seen + CG_EAGER_SAMPLES >= e->cfg.warmup;
+}
+
+/* At a chunk start that no armed chunk takes: if the chunk that ran at this place, or else the
+ * learning chunk last seen starting with this op, is one that wants an eager sample, hold its
+ * ops back as they come (the program is told they were launched, as with a deferral), so that
+ * the occurrence can run as a burst between the backend's events once complete. Learning goes
+ * on as if they had passed: where it cuts elsewhere, or an op differs, or a boundary or the
+ * flusher comes first, they run eagerly as they are (release_hold). A stream whose samples the
+ * backend keeps declining (a per-thread stream of another thread, timing off) stops holding:
+ * the hold only delays its ops. */
+static void start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	struct cg_engine *e = s->e;
+	if (!e->be->time_begin || s->declined >= CG_HOLD_DECLINED || s->why != CG_R_NONE)
+		return;
+	uint32_t margin = 0;
+	uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
+	struct cg_chunk *t = here ? cg_index_find_key(&s->ix, here) : NULL;
+	if (!t || !cg_chunk_op_matches(t, 0, op, hash))
+		t = s->learn_first[hash % CG_LEARN_FIRST];
+	if (!t || !wants_learning_sample(e, t) || !cg_chunk_op_matches(t, 0, op, hash))
+		return;
+	/* Room for the whole chunk now, so that held ops are never lost to memory (the ops that
+	 * match it have its sizes). */
+	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), e->mem))
+		return;
+	s->hold = t;
+	uint64_t now = e->now_ns();
+	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+}
+
+/* The held ops are exactly the chunk held for, and learning ends its occurrence here: they run
+ * in a burst between the backend's events, as a replayed occurrence's eager sample does
+ * (eager_sample), and count as learning. */
+static void learn_sample(struct cg_stream *s)
+{
+	struct cg_engine *e = s->e;
+	struct cg_chunk *t = s->hold;
+	bool timed = e->be->time_begin(e->be_ctx, s->be_stream, t->key, false);
+	release_hold(s, false);
+	if (!timed) {
+		s->declined++;
+		return;
+	}
+	e->be->time_end(e->be_ctx, s->be_stream, true);
+	s->declined = 0;
+	__atomic_fetch_add(&e->timed, 1, __ATOMIC_RELAXED);
+	t->timed_eager++;
+	t->learn_samples++;
+	t->timed_at = t->launched;
+}
+
+/* The op runs eagerly (the caller submits it, unless it is held) and is learned. */
 static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
 	const struct cg_engine *e = s->e;
+	const struct cg_chunk *h = s->hold;
+	bool held = h && s->sc.n < h->n && cg_chunk_op_matches(h, s->sc.n, op, hash);
+	if (h && !held)
+		release_hold(s, false);
 	push(s, op, hash);
-	s->passed++;
-	ST(s, ops_eager, 1);
+	if (!held) {
+		s->passed++;
+		ST(s, ops_eager, 1);
+	}
 	uint32_t n = s->sc.n;
 	/* Where an eager run at a place ends (its chunk's last op), asked before a short loop's
 	 * unit drops what came before it. */
@@ -920,13 +1024,19 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	/* A loop no longer than a chunk is cut at its units only (loop.h): a content-defined cut
 	 * would make its chunks longer or shorter than a unit, or out of step with it. */
 	bool content = !s->per.unit && n >= e->chunk_min && (hash >> 32) < e->cdc_below;
-	if (s->per.cut && s->per.unit && n > s->per.unit)
+	if (s->per.cut && s->per.unit && n > s->per.unit) {
+		if (s->hold)
+			release_hold(s, true);
 		drop_front(s, n - s->per.unit);
+	}
 	/* Before a short loop's first unit ends, what comes before it can go, not the unit. */
 	if (n >= e->cfg.chunk_max && s->per.unit && s->per.due_at != UINT64_MAX) {
 		uint64_t start = s->per.due_at + 1 - s->per.unit;
-		if (start > s->chunk_first && start - s->chunk_first < n)
+		if (start > s->chunk_first && start - s->chunk_first < n) {
+			if (s->hold)
+				release_hold(s, true);
 			drop_front(s, (uint32_t)(start - s->chunk_first));
+		}
 		n = s->sc.n;
 	}
 	/* A unit's cut where the chunk is shorter than a unit: a cut made before the loop was
@@ -935,11 +1045,24 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	 * the part runs on to the next anchor cut, a unit later, and its front is dropped there. */
 	bool unit_cut = s->per.cut && !(s->per.unit && n < s->per.unit);
 	bool split = !s->per.unit && n >= CG_SPLIT_MIN && split_after(s, hash);
-	if (content || unit_cut || place || split || n >= s->len_max) {
+	bool ends = content || unit_cut || place || split || n >= s->len_max;
+	enum cg_verdict v = CG_PASS;
+	if (s->hold) {
+		/* (a chunk cut by a boundary is complete when the boundary comes) */
+		if (!ends && n <= s->hold->n)
+			return CG_TAKEN;
+		if (ends && n == s->hold->n) {
+			learn_sample(s);  /* runs this op too */
+			v = CG_TAKEN;
+		} else {
+			release_hold(s, true);
+		}
+	}
+	if (ends) {
 		s->length_cut = !content && !unit_cut && !place && !split;
 		cut(s, true, true);
 	}
-	return CG_PASS;
+	return v;
 }
 
 /* ---- the deferral controller ------------------------------------------------------------ */
@@ -1058,6 +1181,8 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 			return CG_TAKEN;
 		if (!defer)
 			control_eager(s, op, hash);
+		else
+			start_hold(s, op, hash);
 	}
 	return learn(s, op, hash);
 }
@@ -1082,6 +1207,10 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	s->epoch++;
 	if (s->deferring)
 		end_deferral(s, why);
+	if (s->hold && s->sc.n == s->hold->n)
+		learn_sample(s);  /* the held chunk ends here, as it did when it was seen */
+	else if (s->hold)
+		release_hold(s, false);
 	cut(s, true, true);
 	if (s->e->cfg.measure && (why == CG_R_SYNC || why == CG_R_HOST_COPY))
 		control_wait(s->e);
@@ -1104,7 +1233,7 @@ bool cg_stream_settled(const struct cg_stream *s)
 
 enum cg_calm cg_stream_calm(const struct cg_stream *s)
 {
-	if (!s->at_boundary || s->deferring)
+	if (!s->at_boundary || s->deferring || s->hold)
 		return CG_BUSY;
 	return s->just_launched ? CG_QUIET : CG_SETTLED;
 }
@@ -1157,6 +1286,12 @@ static bool split_on_timeout(struct cg_stream *s)
 
 bool cg_flush(struct cg_stream *s, enum cg_reason why)
 {
+	/* Held for a sample: the ops run as they are, and learning goes on (no deferral of the
+	 * program's timed out: the budget and the chunks' timeouts stay as they are). */
+	if (s->hold) {
+		release_hold(s, false);
+		return true;
+	}
 	if (!s->deferring)
 		return false;
 	if (why == CG_R_TIMEOUT)
@@ -1173,6 +1308,11 @@ bool cg_flush(struct cg_stream *s, enum cg_reason why)
 bool cg_stream_pending(const struct cg_stream *s)
 {
 	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED) != 0;
+}
+
+bool cg_stream_held(const struct cg_stream *s)
+{
+	return s->hold != NULL;
 }
 
 uint64_t cg_stream_defer_budget_ns(const struct cg_stream *s)
@@ -1257,14 +1397,15 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	enum cg_reason r = CG_R_NONE;
 	struct cg_chunk_cost cost = { .graph_us = g, .eager_us = e, .saved_us = saved };
 	double noise = max_d(CG_TIMING_NOISE_US, CG_TIMING_NOISE * g);
-	if (t->eager_n >= CG_TIMING_SAMPLES && t->graph_n >= CG_TIMING_SAMPLES &&
+	if (t->eager_n >= CG_EAGER_SAMPLES && t->graph_n >= CG_TIMING_SAMPLES &&
 	    g - e - noise > saved)
 		r = CG_R_COST_GATE;
 	/* A chunk the host then waits for (.item(), a sync): paid where the host waits, the saving
 	 * at every run (a chunk waited for at one run in ten, a copy to the host every 10 steps,
-	 * pays a tenth of its exposure). */
+	 * pays a tenth of its exposure; the runs of its learning samples came before its graph,
+	 * where waits are not counted). */
 	else if (t->graph_n >= CG_TIMING_SAMPLES && t->waits) {
-		uint64_t runs = t->launched + t->timed_eager;
+		uint64_t runs = t->launched + t->timed_eager - t->learn_samples;
 		double share = runs > t->waits ? (double)t->waits / (double)runs : 1.0;
 		cost.exposure_us = exposure_us(s->e, t);
 		cost.waited_share = share;
@@ -1381,6 +1522,8 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 	if (!driver_gone) {
 		if (s->deferring)
 			end_deferral(s, why);
+		if (s->hold)
+			release_hold(s, false);
 		cut(s, false, false);
 	}
 	for (uint32_t i = 0; i <= s->ix.key_mask; i++)

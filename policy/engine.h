@@ -88,6 +88,10 @@ void cg_engine_note_wait(struct cg_engine *e);
 
 /* Cheap checks for the shim's hot paths and the flusher (no lock needed to read). */
 bool cg_stream_pending(const struct cg_stream *s);
+/* The pending work is only held back for a cost-gate sample of a chunk being learned (it would
+ * have passed otherwise): the shim flushes it, where for deferred work it would also make a
+ * boundary that only pending work calls for (stream ordering). Call with the lock held. */
+bool cg_stream_held(const struct cg_stream *s);
 /* Monotonic ns at which the oldest pending op was deferred (0 when none), read from the clock
  * given to cg_engine_set_clock (default CLOCK_MONOTONIC); set it before creating streams. */
 uint64_t cg_stream_pending_since(const struct cg_stream *s);
@@ -97,17 +101,18 @@ void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
 /* Now, by that clock: what the shim compares cg_stream_pending_since with. */
 uint64_t cg_engine_now(const struct cg_engine *e);
 
-/* Feedback from the backend: one GPU timing sample of a chunk (key from CG_EV_GRAPH_BUILT), its
- * ops run eagerly or (`graph`) its graph, `us` long. Over at least 3 samples of each, a chunk
- * whose graph takes more GPU time than its eager ops by over 2% AND by more than the host time
- * the graph saves is disabled for good (reason COST_GATE): eager samples are submitted in a
- * burst, so they measure the GPU alone, while a graph's gain is on the host. A chunk launched
- * where the host then waits (SYNC, HOST_COPY boundaries) whose graph's GPU time exceeds that
- * saving is disabled too (EXPOSED; 3 graph samples), weighed by the share of its runs the host
- * waited for. Graph samples come first: a chunk whose graph takes under half the host time it
- * saves can be neither, and is sampled no more. Eager samples (each an occurrence not replayed)
- * are taken only for a graph near or over that saving (engine.c, CG_GATE_PLAUSIBLE), and no
- * chunk is sampled after 3 of each kind. Call with the stream's lock held. */
+/* Feedback from the backend: one GPU timing sample of a chunk (its key, as CG_EV_GRAPH_BUILT
+ * gives it), its ops run eagerly or (`graph`) its graph, `us` long. Over 3 graph samples and 2 eager ones, a chunk whose graph
+ * takes more GPU time than its eager ops by more than the samples' noise AND the host time the
+ * graph saves is disabled for good (reason COST_GATE): eager samples are submitted in a burst,
+ * so they measure the GPU alone, while a graph's gain is on the host. A chunk launched where the
+ * host then waits (SYNC, HOST_COPY boundaries) whose graph's GPU time exceeds that saving is
+ * disabled too (EXPOSED; 3 graph samples), weighed by the share of its runs the host waited for.
+ * Eager samples come from the chunk's last learning sightings (not its first), which run
+ * eagerly anyway; where those gave fewer, from occurrences not replayed (COST_SAMPLE), only for
+ * a graph near or over that saving (engine.c, CG_GATE_PLAUSIBLE). A chunk whose graph takes
+ * under half the host time it saves can be neither, and is sampled no more. Call with the
+ * stream's lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us);
 
 /* Statistics for the report (sums over all streams, atomically maintained): policy/stats.def. */

@@ -32,7 +32,7 @@
 	X(BUILD_FAILED,  "build_failed",     "building or instantiating a graph failed (see the API result); the chunk backs off") \
 	X(PATCH_FAILED,  "patch_failed",     "updating a graph node's arguments failed; the chunk backs off") \
 	X(LAUNCH_FAILED, "launch_failed",    "launching a graph failed; the chunk backs off") \
-	X(COST_SAMPLE,   "cost_sample",      "a few runs of each graphed chunk are submitted eagerly, timed on the GPU against its graph for the cost gate") \
+	X(COST_SAMPLE,   "cost_sample",      "runs of a graphed chunk submitted eagerly, timed on the GPU against its graph for the cost gate, where its learning runs gave no such sample") \
 	X(COST_GATE,     "cost_gate",        "the graph ran slower than eager launches on the GPU; the chunk stays eager") \
 	X(EXPOSED,       "exposed",          "the host waits for this work right after it (a sync or a copy to the host): deferred, it starts on the GPU only once its last op is submitted, and the wait would end later than with eager launches by more than its graph saves (timing_us); it stays eager") \
 	X(MAX_GRAPHS,    "max_graphs",       "CUGRAFT_MAX_GRAPHS reached; least recently used graphs were evicted") \

@@ -251,11 +251,18 @@ void cg_stream_sync_pending(struct cg_sstate *s)
 		cg_shim.wake_flusher();
 }
 
+/* What flush_where does to a stream it picks: flush its pending work; make a boundary there
+ * (flush and cut); or a boundary only where the work pending is deferred for a graph (a point
+ * that the program's pending work makes a boundary): work merely held back for a cost-gate
+ * sample while its chunk is learned would not have been pending without the sample, so it is
+ * only flushed, and the chunk is learned as it would have been. */
+enum flush_how { FLUSH, CUT, CUT_DEFERRED };
+
 /* Flush every live stream matching `pick`, one lock at a time, each with its context current.
  * A stream whose context this thread cannot make current keeps its work pending (for a later
  * flush, or the program's own thread): submitted elsewhere it would be lost. */
 static void flush_where(bool (*pick)(struct cg_sstate *, void *), void *arg,
-                        enum cg_reason why, bool cut)
+                        enum cg_reason why, enum flush_how how)
 {
 	pthread_mutex_lock(&registry);
 	for (struct cg_sstate *s = streams; s; s = s->next) {
@@ -263,6 +270,7 @@ static void flush_where(bool (*pick)(struct cg_sstate *, void *), void *arg,
 			continue;
 		pthread_mutex_lock(&s->lock); /* eng re-read under the lock: exit may retire it */
 		int in = s->eng ? cg_ctx_enter(s->ctx) : CG_CTX_FAILED;
+		bool cut = how == CUT || (how == CUT_DEFERRED && s->eng && !cg_stream_held(s->eng));
 		if (in != CG_CTX_FAILED && cut)
 			cg_boundary(s->eng, why);
 		else if (in != CG_CTX_FAILED)
@@ -303,10 +311,10 @@ void cg_stream_order(struct cg_sstate *s)
 	 * recurs with the program's loop, so it is also a learned chunk boundary. */
 	if (s->legacy) {
 		if (atomic_load_explicit(&blocking_pending, memory_order_acquire) > 0)
-			flush_where(pick_blocking_other, s, CG_R_STREAM_ORDER, true);
+			flush_where(pick_blocking_other, s, CG_R_STREAM_ORDER, CUT_DEFERRED);
 	} else if (s->blocking) {
 		if (atomic_load_explicit(&legacy_pending, memory_order_acquire) > 0)
-			flush_where(pick_legacy_other, s, CG_R_STREAM_ORDER, true);
+			flush_where(pick_legacy_other, s, CG_R_STREAM_ORDER, CUT_DEFERRED);
 	}
 }
 
@@ -367,7 +375,7 @@ static void catch_up_mine(void)
 void cg_boundary_all(enum cg_reason why)
 {
 	cg_events_boundary(why);
-	flush_where(pick_all, NULL, why, true);
+	flush_where(pick_all, NULL, why, CUT);
 	catch_up_mine();
 }
 
@@ -377,7 +385,7 @@ void cg_flush_all(enum cg_reason why)
 	if (!cg_any_pending())
 		return;
 	/* A program call that forces a flush recurs where the program makes it: cut there too. */
-	flush_where(pick_pending, NULL, why, true);
+	flush_where(pick_pending, NULL, why, CUT_DEFERRED);
 }
 
 /* The flusher's scan: streams whose work reached max age are flushed; for the others, when. */
@@ -406,7 +414,7 @@ uint64_t cg_flush_older_than(uint64_t now_ns, uint64_t max_age_ns, uint64_t retr
 	if (!cg_any_pending())
 		return 0;
 	struct age a = { now_ns, max_age_ns, UINT64_MAX, false };
-	flush_where(pick_old, &a, CG_R_TIMEOUT, false);
+	flush_where(pick_old, &a, CG_R_TIMEOUT, FLUSH);
 	if (!cg_any_pending())
 		return 0;
 	/* Work still deferred that was not seen young (deferred since the scan, or flushed in vain). */

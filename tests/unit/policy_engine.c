@@ -539,7 +539,9 @@ static void test_repeated_failures_disable(void **state)
 	rig_down(&r);
 }
 
-/* A backend that times chunks: the runs it was asked to sample, in order. */
+/* A backend that times chunks: the runs it was asked to sample, in order, and whether the
+ * chunk had its graph yet (a chunk's graph is launched only once built). It may decline every
+ * eager sample of a chunk without a graph, the samples of its learning sightings. */
 #define SAMPLES_MAX 256
 static struct {
 	uint64_t key[SAMPLES_MAX];
@@ -547,17 +549,44 @@ static struct {
 	int n;
 	bool open;
 	long launches_at_begin[SAMPLES_MAX];
+	bool built[SAMPLES_MAX];  /* its chunk had a graph when it was taken */
 	bool back[SAMPLES_MAX];   /* handed back to the engine */
+	uint64_t built_keys[SAMPLES_MAX];
+	int nbuilt;
+	bool decline_learning;
+	int declined;             /* learning samples declined */
+	void (*event)(void *be, const struct cg_event *ev);  /* the fake's own */
 } sampled;
+
+static bool sampled_built(uint64_t key)
+{
+	for (int i = 0; i < sampled.nbuilt; i++)
+		if (sampled.built_keys[i] == key)
+			return true;
+	return false;
+}
+
+static void sample_event(void *be, const struct cg_event *ev)
+{
+	if (ev->kind == CG_EV_GRAPH_BUILT && !sampled_built(ev->chunk_key) &&
+	    sampled.nbuilt < SAMPLES_MAX)
+		sampled.built_keys[sampled.nbuilt++] = ev->chunk_key;
+	sampled.event(be, ev);
+}
 
 static bool sample_begin(void *be, void *stream, uint64_t key, bool graph)
 {
 	const struct fake_backend *fb = be;
 	if (sampled.open || sampled.n == SAMPLES_MAX)
 		return false;
+	if (sampled.decline_learning && !graph && !sampled_built(key)) {
+		sampled.declined++;
+		return false;
+	}
 	sampled.key[sampled.n] = key;
 	sampled.graph[sampled.n] = graph;
 	sampled.launches_at_begin[sampled.n] = fb->graph_launches;
+	sampled.built[sampled.n] = sampled_built(key);
 	sampled.open = true;
 	return true;
 }
@@ -576,6 +605,8 @@ static void rig_up_sampled(struct rig *r, const struct cg_engine_config *cfg)
 	memset(&sampled, 0, sizeof(sampled));
 	r->fb.table.time_begin = sample_begin;
 	r->fb.table.time_end = sample_end;
+	sampled.event = r->fb.table.event;
+	r->fb.table.event = sample_event;
 }
 
 /* The samples taken so far, handed back with these times (outside engine calls, as the shim
@@ -607,31 +638,153 @@ static const struct cg_engine_config *config_gpu_only(uint32_t warmup, uint32_t 
 	return &cfg;
 }
 
-static void test_cost_samples_alternate_then_stop(void **state)
+/* The eager samples come from the chunks' learning sightings, which run eagerly anyway: with
+ * the gate's timing on, once learned every op is replayed, and no occurrence runs eagerly for a
+ * sample. Each chunk: two eager samples, its second and third sightings (its first is cold),
+ * taken before its graph was built, then three of its graph, then never again. */
+static void test_cost_samples_from_learning(void **state)
 {
 	struct rig r;
 	rig_up_sampled(&r, config_gpu_only(3, 64));
 	for (int it = 0; it < 20; it++) {
 		iteration_to(&r, 0, CG_R_EVENT);  /* the host does not wait: nothing exposed */
 		hand_back(&r, 10.0, 10.1);  /* a graph a little slower on the GPU: not settled */
+		if (it == 0)
+			assert_int_equal(sampled.n, 0);
 	}
-	/* Every chunk: graph, eager, graph, eager, graph, eager, then never again. */
+	int chunks = 0;
+	for (int i = 0; i < sampled.n; i++) {
+		int seen = 0;
+		for (int j = 0; j < i; j++)
+			seen += sampled.key[j] == sampled.key[i];
+		assert_int_equal(sampled.graph[i], seen >= 2);
+		assert_int_equal(sampled.built[i], sampled.graph[i]);
+		assert_true(seen < 5);
+		chunks += seen == 0;
+	}
+	assert_true(chunks > 1);
+	assert_int_equal(sampled.n, 5 * chunks);
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 0);
+	assert_int_equal(st.fallbacks[CG_R_LEARNING], 3 * LOOP);
+	assert_int_equal(st.ops_replayed, 17 * LOOP);
+	assert_int_equal(st.chunks_disabled, 0);
+	rig_down(&r);
+}
+
+/* The gate acts on the samples from learning: graphs slower than their ops eager by more than
+ * the host time they save (and the noise) are disabled once their graph samples are in, none of
+ * their occurrences having run eagerly for a sample. */
+static void test_cost_gate_acts_on_learning_samples(void **state)
+{
+	struct rig r;
+	rig_up_sampled(&r, config(3, 64));
+	const double slower = 64 * 3.4 - 2.5 + 20;  /* beyond any chunk's saving */
+	for (int it = 0; it < 12; it++) {
+		iteration_to(&r, 0, CG_R_EVENT);
+		hand_back(&r, 10.0, 10.0 + slower);
+	}
+	int chunks = 0, eager = 0;
+	for (int i = 0; i < sampled.n; i++) {
+		int seen = 0;
+		for (int j = 0; j < i; j++)
+			seen += sampled.key[j] == sampled.key[i];
+		chunks += seen == 0;
+		eager += !sampled.graph[i];
+		assert_int_equal(sampled.built[i], sampled.graph[i]);
+	}
+	assert_true(chunks > 1);
+	assert_int_equal(eager, 2 * chunks);
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.chunks_disabled, chunks);
+	assert_int_equal(r.fb.events[CG_EV_CHUNK_DISABLED], chunks);
+	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 0);
+	uint64_t before = st.ops_replayed;
+	iteration_to(&r, 0, CG_R_EVENT);
+	st = stats(&r);
+	assert_int_equal(st.ops_replayed, before);  /* every chunk is eager now */
+	rig_down(&r);
+}
+
+/* A learning sighting's held ops that do not end as their chunk run as they are, in order, as
+ * if they had passed, and count as learning: the flusher's timeout, an op the chunk does not
+ * have, a boundary inside the chunk. Nothing else changes: the loop is replayed after it. */
+static void test_held_learning_ops_released_exactly(void **state)
+{
+	struct rig r;
+	rig_up_sampled(&r, config(3, 64));
+	iteration_to(&r, 0, CG_R_EVENT);
+	assert_false(cg_stream_held(r.s[0]));  /* a first sighting is never held */
+	enum { TIMEOUT, OTHER_OP, BOUNDARY, DONE };
+	int next = TIMEOUT, run = 0;
+	for (uint32_t p = 0; p < LOOP; p++) {
+		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+		enum cg_verdict v = fake_submit(&r.fb, r.s[0], 0, &op);
+		bool held = cg_stream_held(r.s[0]);
+		if (held) {
+			assert_int_equal(v, CG_TAKEN);
+			assert_true(cg_stream_pending(r.s[0]));
+		}
+		run = held ? run + 1 : 0;
+		if (run < 3 || p < 40 * (uint32_t)(next + 1) || next == DONE)
+			continue;
+		if (next == TIMEOUT) {
+			fake_flush(&r.fb, r.s[0], 0, CG_R_TIMEOUT);  /* checks that all of it ran */
+		} else if (next == OTHER_OP) {
+			struct cg_op other = mkop(777, 1, 0x9000000, 1);
+			assert_int_equal(fake_submit(&r.fb, r.s[0], 0, &other), CG_PASS);
+		} else {
+			fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);
+		}
+		assert_false(cg_stream_held(r.s[0]));
+		assert_false(cg_stream_pending(r.s[0]));
+		next++;
+	}
+	assert_int_equal(next, DONE);
+	fake_boundary(&r.fb, r.s[0], 0, CG_R_EVENT);
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.ops_eager, st.fallbacks[CG_R_LEARNING]);
+	assert_int_equal(st.ops_replayed, 0);
+	for (int it = 0; it < 4; it++)
+		iteration_to(&r, 0, CG_R_EVENT);
+	uint64_t before = stats(&r).ops_replayed;
+	iteration_to(&r, 0, CG_R_EVENT);
+	assert_int_equal(stats(&r).ops_replayed - before, LOOP);
+	rig_down(&r);
+}
+
+/* Where the backend declines the learning sightings' samples (a per-thread stream timed only
+ * by its own thread, timing off for a while), the eager samples come from occurrences that
+ * could have been replayed, as before: every chunk graph, eager, graph, eager, graph, then
+ * never again. */
+static void test_cost_samples_alternate_then_stop(void **state)
+{
+	struct rig r;
+	rig_up_sampled(&r, config_gpu_only(3, 64));
+	sampled.decline_learning = true;
+	for (int it = 0; it < 20; it++) {
+		iteration_to(&r, 0, CG_R_EVENT);  /* the host does not wait: nothing exposed */
+		hand_back(&r, 10.0, 10.1);  /* a graph a little slower on the GPU: not settled */
+	}
+	/* a stream whose learning samples keep being declined stops holding its chunks for them */
+	assert_int_equal(sampled.declined, 8);
 	int chunks = 0;
 	for (int i = 0; i < sampled.n; i++) {
 		int seen = 0;
 		for (int j = 0; j < i; j++)
 			seen += sampled.key[j] == sampled.key[i];
 		assert_int_equal(sampled.graph[i], seen % 2 == 0);
-		assert_true(seen < 6);
+		assert_true(sampled.built[i]);
+		assert_true(seen < 5);
 		chunks += seen == 0;
 	}
 	assert_true(chunks > 1);
-	assert_int_equal(sampled.n, 6 * chunks);
+	assert_int_equal(sampled.n, 5 * chunks);
 	/* The first sample of each chunk comes after its graph's first (untimed) launch. */
 	assert_true(sampled.launches_at_begin[0] >= 1);
 	struct cg_stats st = stats(&r);
-	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 3 * LOOP);  /* chunks cover the loop */
-	assert_int_equal(st.ops_replayed, 14 * LOOP);
+	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 2 * LOOP);  /* chunks cover the loop */
+	assert_int_equal(st.ops_replayed, 15 * LOOP);
 	/* Samples saying the graphs are slower (beyond the 1 us of noise) disable every chunk. */
 	for (int i = 0; i < sampled.n; i++)
 		if (!sampled.graph[i])
@@ -640,9 +793,10 @@ static void test_cost_samples_alternate_then_stop(void **state)
 	rig_down(&r);
 }
 
-/* A graph whose GPU time is under half the host time it saves takes no eager sample (the gate
- * cannot act on it): one graph sample per chunk, where it took a pair. A sample that never comes
- * back holds the next back for a while, not for good. */
+/* A graph whose GPU time is under half the host time it saves takes no more samples (the gate
+ * cannot act on it): one graph sample per chunk after the two eager ones of its learning, and
+ * no occurrence of it runs eagerly for a sample. A sample that never comes back holds the next
+ * back for a while, not for good. */
 static void test_cost_samples_stop_when_graphs_win(void **state)
 {
 	for (int lost = 0; lost < 2; lost++) {
@@ -659,18 +813,22 @@ static void test_cost_samples_stop_when_graphs_win(void **state)
 			int seen = 0;
 			for (int j = 0; j < i; j++)
 				seen += sampled.key[j] == sampled.key[i];
-			assert_true(sampled.graph[i]);
+			assert_int_equal(sampled.graph[i], seen >= 2);
+			assert_int_equal(sampled.built[i], sampled.graph[i]);
 			chunks += seen == 0;
 		}
 		assert_true(chunks > 1);
 		struct cg_stats st = stats(&r);
 		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 0);
 		if (!lost) {
-			assert_int_equal(sampled.n, chunks);
+			assert_int_equal(sampled.n, 3 * chunks);
 			assert_int_equal(st.ops_replayed, 27 * LOOP);
 		} else {
-			/* G (it 4), 16 launches waiting for it, G (it 21) */
-			assert_int_equal(sampled.n, 2 * chunks);
+			/* E, E (learning), 16 launches waiting for them, G (it 19), then waiting for
+			 * that one to the end */
+			assert_int_equal(sampled.n, 3 * chunks);
+			for (int i = 0; i < sampled.n; i++)
+				assert_true(!sampled.graph[i] || sampled.launches_at_begin[i] >= 16);
 		}
 		assert_int_equal(st.chunks_disabled, 0);
 		rig_down(&r);
@@ -849,17 +1007,21 @@ static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
 	fake_boundary(&r->fb, r->s[0], 0, why);
 }
 
-/* Eager samples only where the gate could act. A graph between half and CG_GATE_PLAUSIBLE of
- * the host time it saves: three graph samples (its exposure is weighed), no eager one. One over
- * that share but faster than its eager ops: one eager sample, which shows the gate cannot act.
- * One slower than its eager ops by 0.6 of the saving (the gate acts beyond all of it): three
- * samples of each, alternating from the graph's, and it keeps its graph. */
+/* Eager samples from occurrences that could have been replayed only where the gate could act
+ * (the backend declining the learning sightings' samples). A graph between half and
+ * CG_GATE_PLAUSIBLE of the host time it saves: three graph samples (its exposure is weighed),
+ * no eager one. One over that share but faster than its eager ops: one eager sample, which
+ * shows the gate cannot act. One slower than its eager ops by 0.6 of the saving (the gate acts
+ * beyond all of it): two eager samples, alternating from the graph's, and it keeps its graph.
+ * With the learning sightings' samples taken, none: the two eager samples came from them. */
 static void test_cost_samples_eager_only_where_gate_could_act(void **state)
 {
 	enum { NEAR, FASTER, CLOSE };
+	for (int declined = 0; declined < 2; declined++)
 	for (int c = NEAR; c <= CLOSE; c++) {
 		struct rig r;
 		rig_up_sampled(&r, config(3, 64));
+		sampled.decline_learning = declined;
 		const double saved = 42 * 3.4 - 2.5;  /* a loop of 42 ops is one chunk */
 		const double graph = c == NEAR ? 0.7 * saved : 1.2 * saved;
 		const double eager = c == CLOSE ? graph - 0.6 * saved : 2 * graph;
@@ -868,15 +1030,17 @@ static void test_cost_samples_eager_only_where_gate_could_act(void **state)
 			hand_back(&r, eager, graph);
 		}
 		assert_int_equal(r.fb.last_built_ops, 42);
-		int eagers = 0, graphs = 0;
+		int eagers = 0, graphs = 0, learning = 0;
 		for (int i = 0; i < sampled.n; i++) {
 			eagers += !sampled.graph[i];
 			graphs += sampled.graph[i];
+			learning += !sampled.built[i];
 		}
 		assert_int_equal(graphs, 3);
-		assert_int_equal(eagers, c == NEAR ? 0 : c == FASTER ? 1 : 3);
+		assert_int_equal(learning, declined ? 0 : 2);
+		assert_int_equal(eagers, !declined ? 2 : c == NEAR ? 0 : c == FASTER ? 1 : 2);
 		struct cg_stats st = stats(&r);
-		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 42 * eagers);
+		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 42 * (eagers - learning));
 		assert_int_equal(st.chunks_disabled, 0);
 		rig_down(&r);
 	}
@@ -1173,6 +1337,9 @@ int main(void)
 		cmocka_unit_test(test_patch_failure),
 		cmocka_unit_test(test_launch_failure),
 		cmocka_unit_test(test_repeated_failures_disable),
+		cmocka_unit_test(test_cost_samples_from_learning),
+		cmocka_unit_test(test_cost_gate_acts_on_learning_samples),
+		cmocka_unit_test(test_held_learning_ops_released_exactly),
 		cmocka_unit_test(test_cost_samples_alternate_then_stop),
 		cmocka_unit_test(test_cost_samples_stop_when_graphs_win),
 		cmocka_unit_test(test_cost_samples_eager_only_where_gate_could_act),
