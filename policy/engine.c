@@ -63,7 +63,7 @@ struct cg_stream {
 	bool deferring;             /* all of sc is deferred and a prefix of every candidate */
 	struct cg_chunk *hold;      /* all of sc is held back, a prefix of this learning chunk, for
 	                               an eager sample (learn_sample) */
-	struct cg_chunk *learn_first[CG_LEARN_FIRST];  /* learning chunks by their first op's hash */
+	struct cg_chunk *learn_first[CG_LEARN_FIRST];  /* learning chunks, by their first op */
 	uint32_t declined;          /* learning samples the backend declined in a row */
 	struct cg_chunk **cand;
 	uint32_t ncand, cand_cap;

@@ -102,17 +102,17 @@ void cg_engine_set_clock(struct cg_engine *e, uint64_t (*now_ns)(void));
 uint64_t cg_engine_now(const struct cg_engine *e);
 
 /* Feedback from the backend: one GPU timing sample of a chunk (its key, as CG_EV_GRAPH_BUILT
- * gives it), its ops run eagerly or (`graph`) its graph, `us` long. Over 3 graph samples and 2 eager ones, a chunk whose graph
- * takes more GPU time than its eager ops by more than the samples' noise AND the host time the
- * graph saves is disabled for good (reason COST_GATE): eager samples are submitted in a burst,
- * so they measure the GPU alone, while a graph's gain is on the host. A chunk launched where the
- * host then waits (SYNC, HOST_COPY boundaries) whose graph's GPU time exceeds that saving is
- * disabled too (EXPOSED; 3 graph samples), weighed by the share of its runs the host waited for.
- * Eager samples come from the chunk's last learning sightings (not its first), which run
- * eagerly anyway; where those gave fewer, from occurrences not replayed (COST_SAMPLE), only for
- * a graph near or over that saving (engine.c, CG_GATE_PLAUSIBLE). A chunk whose graph takes
- * under half the host time it saves can be neither, and is sampled no more. Call with the
- * stream's lock held. */
+ * gives it), its ops run eagerly or (`graph`) its graph, `us` long. Over 3 graph samples and 2
+ * eager ones, a chunk whose graph takes more GPU time than its eager ops by more than the
+ * samples' noise AND the host time the graph saves is disabled for good (reason COST_GATE):
+ * eager samples are submitted in a burst, so they measure the GPU alone, while a graph's gain is
+ * on the host. A chunk launched where the host then waits (SYNC, HOST_COPY boundaries) whose
+ * graph's GPU time exceeds that saving is disabled too (EXPOSED; 3 graph samples), weighed by
+ * the share of its runs the host waited for. Eager samples come from the chunk's last learning
+ * sightings (not its first), which run eagerly anyway; where those gave fewer, from occurrences
+ * not replayed (COST_SAMPLE), only for a graph near or over that saving (engine.c,
+ * CG_GATE_PLAUSIBLE). A chunk whose graph takes under half the host time it saves can be
+ * neither, and is sampled no more. Call with the stream's lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us);
 
 /* Statistics for the report (sums over all streams, atomically maintained): policy/stats.def. */

@@ -824,11 +824,12 @@ static void test_cost_samples_stop_when_graphs_win(void **state)
 			assert_int_equal(sampled.n, 3 * chunks);
 			assert_int_equal(st.ops_replayed, 27 * LOOP);
 		} else {
-			/* E, E (learning), 16 launches waiting for them, G (it 19), then waiting for
-			 * that one to the end */
+			/* E, E (learning), 16 launches of each chunk waiting for them, G (it 19),
+			 * then waiting for that one to the end */
 			assert_int_equal(sampled.n, 3 * chunks);
 			for (int i = 0; i < sampled.n; i++)
-				assert_true(!sampled.graph[i] || sampled.launches_at_begin[i] >= 16);
+				assert_true(!sampled.graph[i] ||
+				            sampled.launches_at_begin[i] >= 16 * chunks);
 		}
 		assert_int_equal(st.chunks_disabled, 0);
 		rig_down(&r);
