@@ -196,12 +196,14 @@ static void test_every_loop_replays_after_warmup(void **state)
 /* ---- short loops with host copies, the cost gate in play ---------------------------------- */
 
 /* The backend times what the engine asks (like the shim: eager and graph runs paired by chunk,
- * handed back outside engine calls); graphs win on the GPU, so no chunk is gated off. */
+ * handed back outside engine calls); graphs win on the GPU, so no chunk is gated off. By default
+ * the kernels are tiny: the GPU is quicker than the launches, a graph a little quicker still. */
 static struct {
 	uint64_t key[64];
 	bool graph[64], back[64];
 	uint32_t n;
 	bool open;
+	double eager_us, graph_us;
 } timed;
 
 static bool time_begin(void *be, void *stream, uint64_t key, bool graph)
@@ -222,12 +224,12 @@ static void time_end(void *be, void *stream, bool ok)
 	timed.n += ok;
 }
 
-/* Tiny kernels: the GPU is quicker than the launches, a graph a little quicker still. */
 static void hand_back_samples(struct cg_stream *s)
 {
 	for (uint32_t i = 0; i < timed.n; i++) {
 		timed.back[i] = true;
-		cg_stream_timing(s, timed.key[i], timed.graph[i], timed.graph[i] ? 1.5 : 2.0);
+		cg_stream_timing(s, timed.key[i], timed.graph[i],
+		                 timed.graph[i] ? timed.graph_us : timed.eager_us);
 	}
 	uint32_t kept = 0;
 	for (uint32_t i = 0; i < timed.n; i++)
@@ -248,8 +250,10 @@ struct short_result {
 };
 
 /* `iters` iterations of loop `l`, a host copy after every `every`-th one (0: none) and after
- * the last; the cost gate samples chunks as on a GPU. */
-static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct short_result *out)
+ * the last; the cost gate samples chunks as on a GPU, each taking `eager_us` eager and
+ * `graph_us` graphed. */
+static void run_timed(struct loop *l, uint32_t iters, uint32_t every, double eager_us,
+                      double graph_us, struct short_result *out)
 {
 	struct cg_engine_config cfg;
 	cg_engine_config_default(&cfg);
@@ -257,6 +261,8 @@ static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct sho
 	struct run w;
 	memset(&w, 0, sizeof(w));
 	memset(&timed, 0, sizeof(timed));
+	timed.eager_us = eager_us;
+	timed.graph_us = graph_us;
 	fake_backend_init(&w.fb, 7);
 	w.fb.table.time_begin = time_begin;
 	w.fb.table.time_end = time_end;
@@ -301,6 +307,11 @@ static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct sho
 	out->samples = st.fallbacks[CG_R_COST_SAMPLE];
 }
 
+static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct short_result *out)
+{
+	run_timed(l, iters, every, 2.0, 1.5, out);
+}
+
 /* conf-cublas's step: kernels around cuBLAS and cuBLASLt launches, a chaining kernel five
  * times and a squashing one three times (same signatures, other arguments). */
 static void make_blas_step(struct loop *l)
@@ -339,6 +350,28 @@ static void test_short_loop_with_host_copies(void **state)
 		}
 }
 
+/* The same step where its GEMMs make the graph's GPU time more than the host time it saves (yet
+ * less than its ops' eager): the gate could act, so it needs an eager sample. With a host copy
+ * every step the step's chunks are seen as chunks while learned, and the eager samples come
+ * from their second and third sightings: no step that could replay runs eagerly for one. With
+ * a copy every 10 steps the step is a unit the loop detector learns at once, from ops that
+ * already ran: one replayed occurrence of it runs eagerly for its sample. */
+static void test_short_loop_samples_from_learning(void **state)
+{
+	static struct loop l;
+	for (uint32_t every = 1; every <= 10; every += 9) {
+		make_blas_step(&l);
+		struct short_result res;
+		run_timed(&l, 40, every, 600.0, 300.0, &res);
+		print_message("14-op loop, GEMM-sized, host copy every %u: replayed %.3f of all "
+		              "ops; eager: %llu learning, %llu cost samples\n", every, res.all,
+		              (unsigned long long)res.learning, (unsigned long long)res.samples);
+		assert_true(res.learning <= 3 * 14);
+		assert_int_equal(res.samples, every == 1 ? 0 : 14);
+		assert_true(res.replayed * 10 >= res.ops * 9);
+	}
+}
+
 /* A loop of one kernel, and of two: chunks of several iterations, cut the same way each time,
  * with or without a host copy every 1, 5 or 10 iterations. */
 static void test_loops_of_one_and_two_ops(void **state)
@@ -373,6 +406,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_loop_replays_after_warmup),
 		cmocka_unit_test(test_short_loop_with_host_copies),
+		cmocka_unit_test(test_short_loop_samples_from_learning),
 		cmocka_unit_test(test_loops_of_one_and_two_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
