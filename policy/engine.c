@@ -21,8 +21,9 @@
 #define CG_SPLIT_MIN 8  /* ops in each part, at least */
 #define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
 #define CG_LEARN_FIRST 64     /* learning chunks a stream finds by their first op (direct-mapped) */
-#define CG_HOLD_DECLINED 8    /* learning samples declined in a row after which a stream stops
-                                 holding chunks for them */
+#define CG_HOLD_DECLINED 8    /* learning samples declined in a row after which a stream holds
+                                 chunks for them again only after CG_HOLD_SKIP it could have */
+#define CG_HOLD_SKIP 64
 
 struct cg_engine {
 	struct cg_engine_config cfg;
@@ -65,6 +66,7 @@ struct cg_stream {
 	                               an eager sample (learn_sample) */
 	struct cg_chunk *learn_first[CG_LEARN_FIRST];  /* learning chunks, by their first op */
 	uint32_t declined;          /* learning samples the backend declined in a row */
+	uint32_t hold_skip;         /* chunk starts to let pass before holding one again */
 	struct cg_chunk **cand;
 	uint32_t ncand, cand_cap;
 	struct cg_chunk *complete;  /* the armed chunk sc equals exactly, if any */
@@ -960,12 +962,13 @@ static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chu
  * the occurrence can run as a burst between the backend's events once complete. Learning goes
  * on as if they had passed: where it cuts elsewhere, or an op differs, or a boundary or the
  * flusher comes first, they run eagerly as they are (release_hold). A stream whose samples the
- * backend keeps declining (a per-thread stream of another thread, timing off) stops holding:
- * the hold only delays its ops. */
+ * backend keeps declining (a per-thread stream of another thread, timing off) holds only now
+ * and then, to see whether that changed (samples not read back yet fill the backend's slots
+ * for a while): the hold only delays its ops. */
 static void start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
 	struct cg_engine *e = s->e;
-	if (!e->be->time_begin || s->declined >= CG_HOLD_DECLINED || s->why != CG_R_NONE)
+	if (!e->be->time_begin || s->why != CG_R_NONE)
 		return;
 	uint32_t margin = 0;
 	uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
@@ -974,6 +977,10 @@ static void start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t has
 		t = s->learn_first[hash % CG_LEARN_FIRST];
 	if (!t || !wants_learning_sample(e, t) || !cg_chunk_op_matches(t, 0, op, hash))
 		return;
+	if (s->hold_skip) {
+		s->hold_skip--;
+		return;
+	}
 	/* Room for the whole chunk now, so that held ops are never lost to memory (the ops that
 	 * match it have its sizes). */
 	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), e->mem))
@@ -993,7 +1000,8 @@ static void learn_sample(struct cg_stream *s)
 	bool timed = e->be->time_begin(e->be_ctx, s->be_stream, t->key, false);
 	release_hold(s, false);
 	if (!timed) {
-		s->declined++;
+		if (++s->declined >= CG_HOLD_DECLINED)
+			s->hold_skip = CG_HOLD_SKIP;
 		return;
 	}
 	e->be->time_end(e->be_ctx, s->be_stream, true);

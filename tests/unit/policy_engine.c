@@ -554,6 +554,7 @@ static struct {
 	uint64_t built_keys[SAMPLES_MAX];
 	int nbuilt;
 	bool decline_learning;
+	int decline_first;        /* and the first this many of them */
 	int declined;             /* learning samples declined */
 	void (*event)(void *be, const struct cg_event *ev);  /* the fake's own */
 } sampled;
@@ -579,7 +580,8 @@ static bool sample_begin(void *be, void *stream, uint64_t key, bool graph)
 	const struct fake_backend *fb = be;
 	if (sampled.open || sampled.n == SAMPLES_MAX)
 		return false;
-	if (sampled.decline_learning && !graph && !sampled_built(key)) {
+	if ((sampled.decline_learning || sampled.declined < sampled.decline_first) && !graph &&
+	    !sampled_built(key)) {
 		sampled.declined++;
 		return false;
 	}
@@ -750,6 +752,32 @@ static void test_held_learning_ops_released_exactly(void **state)
 	uint64_t before = stats(&r).ops_replayed;
 	iteration_to(&r, 0, CG_R_EVENT);
 	assert_int_equal(stats(&r).ops_replayed - before, LOOP);
+	rig_down(&r);
+}
+
+/* A stream whose learning samples the backend declines for a while (its slots full of samples
+ * not read back yet) holds its chunks again later: 8 declined in a row, 64 sightings that
+ * could have been held let pass, then the samples are taken again. */
+static void test_declined_learning_samples_retried(void **state)
+{
+	struct rig r;
+	rig_up_sampled(&r, config(3, 64));
+	sampled.decline_first = 8;
+	for (int it = 0; it < 4; it++) {
+		for (uint32_t p = 0; p < 3000; p++) {
+			struct cg_op op = mkop(p % 50, p / 50, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		hand_back(&r, 10.0, 8.0);
+	}
+	int learning = 0;
+	for (int i = 0; i < sampled.n; i++)
+		learning += !sampled.graph[i] && !sampled.built[i];
+	assert_int_equal(sampled.declined, 8);
+	assert_true(sampled.nbuilt > 64);
+	/* two per chunk but the 8 declined and the 64 let pass */
+	assert_int_equal(learning, 2 * sampled.nbuilt - 8 - 64);
 	rig_down(&r);
 }
 
@@ -1341,6 +1369,7 @@ int main(void)
 		cmocka_unit_test(test_cost_samples_from_learning),
 		cmocka_unit_test(test_cost_gate_acts_on_learning_samples),
 		cmocka_unit_test(test_held_learning_ops_released_exactly),
+		cmocka_unit_test(test_declined_learning_samples_retried),
 		cmocka_unit_test(test_cost_samples_alternate_then_stop),
 		cmocka_unit_test(test_cost_samples_stop_when_graphs_win),
 		cmocka_unit_test(test_cost_samples_eager_only_where_gate_could_act),
