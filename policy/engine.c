@@ -1009,6 +1009,7 @@ static void learn_sample(struct cg_stream *s)
 	__atomic_fetch_add(&e->timed, 1, __ATOMIC_RELAXED);
 	t->timed_eager++;
 	t->learn_samples++;
+	ST(s, learning_samples, 1);
 	t->timed_at = t->launched;
 }
 

@@ -668,6 +668,7 @@ static void test_cost_samples_from_learning(void **state)
 	assert_int_equal(sampled.n, 5 * chunks);
 	struct cg_stats st = stats(&r);
 	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 0);
+	assert_int_equal(st.learning_samples, 2 * chunks);
 	assert_int_equal(st.fallbacks[CG_R_LEARNING], 3 * LOOP);
 	assert_int_equal(st.ops_replayed, 17 * LOOP);
 	assert_int_equal(st.chunks_disabled, 0);
