@@ -28,8 +28,18 @@ struct tokens {
 	uint64_t host_ns[TOKENS];   /* time in launch calls since the previous boundary */
 };
 
+/* A loop that never waits has no boundary to find its iteration in: its figures then come
+ * from the later half of the run's launch calls, between snapshots of the counters taken every
+ * SNAP_EVERY of them (start-up and model building, which launch little, left out). */
+enum { SNAP_EVERY = 4096, SNAPS = 1024 };
+struct snap {
+	uint64_t t, calls, host_ns, graphs, in_graphs;
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tokens *ring;
+static struct snap *snaps;
+static uint64_t nsnaps;  /* taken so far, under lock (the latest SNAPS are kept) */
 static uint64_t made, calls_before, ns_before, graph_before, graphs_before;  /* under lock */
 static _Atomic uint64_t launch_calls, launch_ns;
 static _Atomic uint64_t graph_launches, graph_launched;  /* graph launches, their nodes */
@@ -43,11 +53,24 @@ static uint64_t mono(void)
 	return cg_monotonic_ns();
 }
 
+static void snapshot(uint64_t calls)
+{
+	pthread_mutex_lock(&lock);
+	struct snap *p = &snaps[nsnaps++ % SNAPS];
+	*p = (struct snap){ .t = now(), .calls = calls,
+	                    .host_ns = atomic_load_explicit(&launch_ns, memory_order_relaxed),
+	                    .graphs = atomic_load_explicit(&graph_launches, memory_order_relaxed),
+	                    .in_graphs = atomic_load_explicit(&graph_launched, memory_order_relaxed) };
+	pthread_mutex_unlock(&lock);
+}
+
 void cg_floor_launch(uint64_t t0)
 {
 	uint64_t ns = cg_monotonic_ns() - t0;
 	atomic_fetch_add_explicit(&launch_ns, ns, memory_order_relaxed);
-	atomic_fetch_add_explicit(&launch_calls, 1, memory_order_relaxed);
+	uint64_t calls = atomic_fetch_add_explicit(&launch_calls, 1, memory_order_relaxed) + 1;
+	if (calls % SNAP_EVERY == 0 && snaps)
+		snapshot(calls);
 }
 
 /* The program's executable graphs and the launches each stands for: an open-addressed table
@@ -98,6 +121,7 @@ void cg_floor_graph_launch(CUgraphExec exec)
 void cg_floor_start(void)
 {
 	ring = malloc(sizeof(*ring));
+	snaps = malloc(SNAPS * sizeof(*snaps));  /* without it, no later-half window: the run */
 	if (!ring) {
 		cg_log(CG_LOG_WARN, "CUGRAFT_PROFILE: no memory for the boundary sequence; profile is off");
 		return;
@@ -138,11 +162,13 @@ void cg_floor_token(enum cg_reason why)
 	pthread_mutex_unlock(&lock);
 }
 
-/* What the window holds: whole iterations when a period was found, else the whole run. */
+/* What the window holds: whole iterations when a period was found, else the later half of the
+ * run's launch calls where it made enough of them, else the whole run. */
 struct window {
 	uint64_t t0, t1, launches, host_ns, syncs;
 	uint64_t graph_launches, graph_launched;  /* the program's own graphs and their nodes */
 	size_t iterations, period, disturbances;
+	bool later_half;
 };
 
 /* Called with the lock held. tok/w: the ring in order (n tokens, the oldest first). */
@@ -195,6 +221,34 @@ static void find_window(struct window *w, const uint32_t *tok, const uint32_t *w
 #undef AT
 }
 
+/* No iteration found: the window opens at the first snapshot at or past half the run's launch
+ * calls (and after GPU intervals start being complete) and runs to the end; the syncs in it are
+ * counted from the boundaries made after it opened. Called with the lock held. */
+static void later_half(struct window *w, uint64_t complete_from)
+{
+	uint64_t kept = nsnaps < SNAPS ? nsnaps : SNAPS;
+	for (uint64_t k = nsnaps - kept; k < nsnaps; k++) {
+		const struct snap *p = &snaps[k % SNAPS];
+		if (2 * p->calls < w->launches || (activity && p->t < complete_from))
+			continue;
+		if (p->calls == w->launches)
+			return;  /* nothing after it */
+		w->t0 = p->t;
+		w->launches -= p->calls;
+		w->host_ns -= p->host_ns;
+		w->graph_launches -= p->graphs;
+		w->graph_launched -= p->in_graphs;
+		w->syncs = 0;
+		size_t n = made < TOKENS ? (size_t)made : TOKENS;
+		for (size_t i = 0; i < n; i++) {
+			size_t at = (size_t)((made - n + i) % TOKENS);
+			w->syncs += ring->t[at] > p->t && ring->tok[at] >> KIND_SHIFT == CG_R_SYNC;
+		}
+		w->later_half = true;
+		return;
+	}
+}
+
 void cg_floor_json(struct cg_json *j)
 {
 	if (!atomic_load_explicit(&cg_floor_timing, memory_order_relaxed))
@@ -220,15 +274,18 @@ void cg_floor_json(struct cg_json *j)
 		}
 		find_window(&w, tok, wt, n, st.complete_from);
 	}
+	if (!w.iterations && snaps)
+		later_half(&w, st.complete_from);
 	uint64_t boundaries = made;
 	pthread_mutex_unlock(&lock);
 	free(tok);
 	free(wt);
 
 	cg_json_obj(j, "profile");
-	/* "iterations": the window is that many whole iterations; "run": no iteration was found,
-	 * the window is the run from the first CUDA call to exit. */
-	cg_json_str(j, "window", w.iterations ? "iterations" : "run");
+	/* "iterations": the window is that many whole iterations; "later_half": no iteration was
+	 * found, the window is the later half of the run's launch calls, to exit; "run": the run
+	 * from the first CUDA call to exit. */
+	cg_json_str(j, "window", w.iterations ? "iterations" : w.later_half ? "later_half" : "run");
 	cg_json_double(j, "wall_us", (double)(w.t1 - w.t0) / 1e3);
 	cg_json_uint(j, "iterations", w.iterations);
 	cg_json_uint(j, "period_boundaries", w.period);

@@ -14,7 +14,8 @@
 /* The summary's "profile":{...} of one process (shim/floor.c). */
 struct cg_profile {
 	bool found;
-	bool iterations_found;    /* else the figures are the whole run's */
+	bool iterations_found;    /* else the figures are the whole run's, */
+	bool later_half;          /* or the later half of its launch calls' (no iteration found) */
 	double wall_us, launch_host_us, launch_calls, iterations, period, syncs;
 	double graph_launches, graph_launched;  /* the program's own graphs, the launches they ran */
 	double gpu_busy_us;       /* < 0: unavailable, for the reason in `why` */
@@ -29,6 +30,7 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 	p->found = true;
 	const char *window = jv_str(jv_get(o, "window"));
 	p->iterations_found = window && strcmp(window, "iterations") == 0;
+	p->later_half = window && strcmp(window, "later_half") == 0;
 	p->wall_us = jv_num(jv_get(o, "wall_us"), 0);
 	p->launch_host_us = jv_num(jv_get(o, "launch_host_us"), 0);
 	p->launch_calls = jv_num(jv_get(o, "launch_calls"), 0);
@@ -112,7 +114,8 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 {
 	char a[32], b[32], c[32];
 	double w = p->wall_us / per, h = p->launch_host_us / per, busy = p->gpu_busy_us / per;
-	const char *unit = p->iterations_found ? "per iteration" : "over the run";
+	const char *unit = p->iterations_found ? "per iteration" :
+	                   p->later_half ? "over the later half" : "over the run";
 	double host_bound = h < w ? w / (w - h) : 0;  /* 0: unbounded from the host side */
 	if (p->gpu_busy_us < 0) {
 		printf("  GPU busy                   unavailable (%s)\n", p->why);
@@ -180,9 +183,14 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 		char a[32], b[32], g[160];
 		cg_profile_graphs(g, sizeof g, p, 1, "%.0f");
 		printf("  iterations                 none found (no repeating sequence of boundaries); "
-		       "figures over the run\n");
-		printf("  over the run               %s wall · %.0f launches%s · %s in launch calls\n",
-		       cg_time(a, sizeof a, p->wall_us), p->launch_calls + p->graph_launched, g,
+		       "figures over the %s\n", p->later_half ?
+		       "later half of the run's launch calls (start-up left out)" : "run");
+		char syncs[48] = "";
+		if (p->later_half)  /* (the run's are not counted) */
+			snprintf(syncs, sizeof syncs, " · %.0f syncs", p->syncs);
+		printf("  %-26s %s wall · %.0f launches%s%s · %s in launch calls\n",
+		       p->later_half ? "over the later half" : "over the run",
+		       cg_time(a, sizeof a, p->wall_us), p->launch_calls + p->graph_launched, g, syncs,
 		       cg_time(b, sizeof b, p->launch_host_us));
 		cg_profile_floor(p, 1);
 	} else {

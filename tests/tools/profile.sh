@@ -4,7 +4,8 @@
 # computes what it computes alone; a loop replaying its own graph after a compile phase is the
 # iteration, its graph's kernels counted as its launches; the
 # fake has no CUPTI activity, so the GPU busy time is said to be unavailable, never printed as
-# zero; the program's exit status comes through.
+# zero; a long loop that never waits is measured over the later half of its launch calls; the
+# program's exit status comes through.
 # usage: profile.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 CG=$1 BUILD=$3
@@ -73,6 +74,16 @@ expect "$out" "none found (no repeating sequence of boundaries); figures over th
 expect "$out" " · 600 launches · "
 refuse "$out" "0.0 launches"
 echo "a loop without boundaries: no iteration made of its trailing reads"
+
+# The same loop long enough (20000 launch calls): the figures come from the later half of the
+# run's launch calls, from the first snapshot of the counters (one per 4096 calls) at or past
+# half of them, so that start-up is left out of the floor.
+out=$("$CG" profile -- "$PROG" --iters 2000 --nosync) || fail "exit $?"
+expect "$out" "none found (no repeating sequence of boundaries); figures over the later half of the run's launch calls (start-up left out)"
+expect "$out" "over the later half        "
+expect "$out" " · 7712 launches · 0 syncs · "
+expect "$out" "over the later half: at most "
+echo "a long loop without boundaries: figures over the later half of its launch calls"
 
 out=$("$CG" profile -- sh -c 'exit 3'); rc=$?
 [ "$rc" -eq 3 ] || fail "exit status 3 came back as $rc"
