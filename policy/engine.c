@@ -151,11 +151,18 @@ static void fallback(struct cg_stream *s, enum cg_reason r, uint32_t n, bool rep
 	emit(s, ev);
 }
 
+/* `cost`: what the chunk's timing showed, where that decided (else NULL). */
+static void chunk_event_costed(struct cg_stream *s, enum cg_event_kind kind, enum cg_reason r,
+                               const struct cg_chunk *t, const struct cg_chunk_cost *cost)
+{
+	emit(s, (struct cg_event){ .kind = kind, .reason = r, .op_index = s->chunk_first,
+	                           .chunk_ops = t->n, .chunk_key = t->key, .cost = cost });
+}
+
 static void chunk_event(struct cg_stream *s, enum cg_event_kind kind, enum cg_reason r,
                         const struct cg_chunk *t)
 {
-	emit(s, (struct cg_event){ .kind = kind, .reason = r, .op_index = s->chunk_first,
-	                           .chunk_ops = t->n, .chunk_key = t->key });
+	chunk_event_costed(s, kind, r, t, NULL);
 }
 
 /* ---- places ---------------------------------------------------------------------------- */
@@ -310,7 +317,6 @@ static void drop_graph(struct cg_stream *s, struct cg_chunk *t)
 		s->expect = NULL;
 }
 
-/* `cost`: what the chunk's timing showed, where that decided (else NULL). */
 static void disable_costed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r,
                            const struct cg_chunk_cost *cost)
 {
@@ -319,9 +325,7 @@ static void disable_costed(struct cg_stream *s, struct cg_chunk *t, enum cg_reas
 	t->state = CG_CHUNK_DISABLED;
 	t->why = r;
 	ST(s, chunks_disabled, 1);
-	emit(s, (struct cg_event){ .kind = CG_EV_CHUNK_DISABLED, .reason = r,
-	                           .op_index = s->chunk_first, .chunk_ops = t->n,
-	                           .chunk_key = t->key, .cost = cost });
+	chunk_event_costed(s, CG_EV_CHUNK_DISABLED, r, t, cost);
 }
 
 static void disable(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r)
@@ -766,11 +770,11 @@ static bool grow_cand(struct cg_stream *s)
  * ran at this place lately starts with it too and has no graph (disabled, learning, evicted):
  * an armed chunk that starts alike elsewhere (another layer, the backward pass) would only
  * make the deferred ops diverge where that one continues. The one that ran here is the
- * candidate preferred. */
-static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+ * candidate preferred. `here`, `margin`: that chunk's key and lead (cg_places_predict; 0: none). */
+static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
+                           uint64_t here, uint32_t margin)
 {
-	uint32_t need = 0, margin = 0;
-	uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
+	uint32_t need = 0;
 	s->ncand = 0;
 	s->expect = NULL;
 	for (struct cg_chunk *t = cg_index_armed(&s->ix, hash); t; t = t->armed_next) {
@@ -965,17 +969,19 @@ static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chu
  * backend keeps declining (a per-thread stream of another thread, timing off) holds only now
  * and then, to see whether that changed (samples not read back yet fill the backend's slots
  * for a while): the hold only delays its ops. */
-static void start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+static void start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
+                       uint64_t here)
 {
 	struct cg_engine *e = s->e;
 	if (!e->be->time_begin || s->why != CG_R_NONE)
 		return;
-	uint32_t margin = 0;
-	uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
 	struct cg_chunk *t = here ? cg_index_find_key(&s->ix, here) : NULL;
-	if (!t || !cg_chunk_op_matches(t, 0, op, hash))
+	if (!t || !cg_chunk_op_matches(t, 0, op, hash)) {
 		t = s->learn_first[hash % CG_LEARN_FIRST];
-	if (!t || !wants_learning_sample(e, t) || !cg_chunk_op_matches(t, 0, op, hash))
+		if (!t || !cg_chunk_op_matches(t, 0, op, hash))
+			return;
+	}
+	if (!wants_learning_sample(e, t))
 		return;
 	if (s->hold_skip) {
 		s->hold_skip--;
@@ -1185,13 +1191,16 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 		s->just_launched = 0;
 	}
 	if (!s->sc.n && !s->e->cfg.record_only) {
-		bool defer = control_defers(s->e);
-		if (defer && start_deferral(s, op, hash))
-			return CG_TAKEN;
-		if (!defer)
+		if (control_defers(s->e)) {
+			/* the chunk that ran at this place lately, which both ask after */
+			uint32_t margin = 0;
+			uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
+			if (start_deferral(s, op, hash, here, margin))
+				return CG_TAKEN;
+			start_hold(s, op, hash, here);
+		} else {
 			control_eager(s, op, hash);
-		else
-			start_hold(s, op, hash);
+		}
 	}
 	return learn(s, op, hash);
 }
@@ -1348,11 +1357,16 @@ static double max_d(double a, double b)
  * sample's time, else taken as the graph's). So a host that submits slowly loses about g less
  * the launch time saved; a host that keeps ahead of the GPU loses at most S + G - L, what
  * holding the first op back until the last costs. */
+static double span_mean_us(const struct cg_chunk *t)
+{
+	return t->span_n ? t->span_us / t->span_n : 0;
+}
+
 static double exposure_us(const struct cg_engine *e, const struct cg_chunk *t)
 {
 	double g = t->graph_us / t->graph_n, n = t->n;
 	double gpu = t->eager_n ? t->eager_us / t->eager_n : g;
-	double span = t->span_n ? t->span_us / t->span_n : 0;
+	double span = span_mean_us(t);
 	double L = e->cfg.launch_host_us, G = e->cfg.graph_launch_host_us;
 	double eager_done = max_d(span + n * L + g / n, L + gpu);
 	return span + G + g - eager_done;
@@ -1423,7 +1437,7 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	}
 	if (r == CG_R_NONE)
 		return;
-	cost.span_us = t->span_n ? t->span_us / t->span_n : 0;
+	cost.span_us = span_mean_us(t);
 	disable_costed(s, t, r, &cost);
 	if (r == CG_R_EXPOSED)
 		cut_exposed(s, t);
