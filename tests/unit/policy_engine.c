@@ -624,6 +624,15 @@ static void hand_back(struct rig *r, double eager_us, double graph_us)
 	}
 }
 
+/* Samples of the same chunk taken before sample i. */
+static int sampled_before(int i)
+{
+	int seen = 0;
+	for (int j = 0; j < i; j++)
+		seen += sampled.key[j] == sampled.key[i];
+	return seen;
+}
+
 /* One sample of each kind, as if both had been read back. */
 static void timing_pair(struct rig *r, uint64_t key, double eager_us, double graph_us)
 {
@@ -656,9 +665,7 @@ static void test_cost_samples_from_learning(void **state)
 	}
 	int chunks = 0;
 	for (int i = 0; i < sampled.n; i++) {
-		int seen = 0;
-		for (int j = 0; j < i; j++)
-			seen += sampled.key[j] == sampled.key[i];
+		int seen = sampled_before(i);
 		assert_int_equal(sampled.graph[i], seen >= 2);
 		assert_int_equal(sampled.built[i], sampled.graph[i]);
 		assert_true(seen < 5);
@@ -689,9 +696,7 @@ static void test_cost_gate_acts_on_learning_samples(void **state)
 	}
 	int chunks = 0, eager = 0;
 	for (int i = 0; i < sampled.n; i++) {
-		int seen = 0;
-		for (int j = 0; j < i; j++)
-			seen += sampled.key[j] == sampled.key[i];
+		int seen = sampled_before(i);
 		chunks += seen == 0;
 		eager += !sampled.graph[i];
 		assert_int_equal(sampled.built[i], sampled.graph[i]);
@@ -799,9 +804,7 @@ static void test_cost_samples_alternate_then_stop(void **state)
 	assert_int_equal(sampled.declined, 8);
 	int chunks = 0;
 	for (int i = 0; i < sampled.n; i++) {
-		int seen = 0;
-		for (int j = 0; j < i; j++)
-			seen += sampled.key[j] == sampled.key[i];
+		int seen = sampled_before(i);
 		assert_int_equal(sampled.graph[i], seen % 2 == 0);
 		assert_true(sampled.built[i]);
 		assert_true(seen < 5);
@@ -839,9 +842,7 @@ static void test_cost_samples_stop_when_graphs_win(void **state)
 		assert_true(r.fb.last_built_ops * 3.4 - 2.5 >= 2 * 8.0);
 		int chunks = 0;
 		for (int i = 0; i < sampled.n; i++) {
-			int seen = 0;
-			for (int j = 0; j < i; j++)
-				seen += sampled.key[j] == sampled.key[i];
+			int seen = sampled_before(i);
 			assert_int_equal(sampled.graph[i], seen >= 2);
 			assert_int_equal(sampled.built[i], sampled.graph[i]);
 			chunks += seen == 0;
