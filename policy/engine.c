@@ -120,7 +120,7 @@ static void *libc_realloc(void *p, size_t n)
 void cg_engine_config_default(struct cg_engine_config *cfg)
 {
 	*cfg = (struct cg_engine_config){
-		.warmup = 3, .chunk_max = 64, .max_graphs = 1024, .fail_limit = 3, .measure = true,
+		.warmup = 2, .chunk_max = 64, .max_graphs = 1024, .fail_limit = 3, .measure = true,
 		.budget_cap = 16,
 		/* measured on an H200 (CUDA 13.0): cuLaunchKernel 3.4 us of host time, a graph launch 2.5 */
 		.launch_host_us = 3.4, .graph_launch_host_us = 2.5,
@@ -545,7 +545,7 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
  * cg_stream_timing. Eager ones come first from the chunk's last sightings while it is learned,
  * which run eagerly anyway: their ops are held back (start_hold) and, once the occurrence is
  * complete, submitted in a burst between the backend's events (learn_sample), up to
- * CG_EAGER_SAMPLES of them, never its first sighting (cold: module loads, first launches).
+ * eager_samples() of them, never its first sighting (cold: module loads, first launches).
  * Once its graph has run (its first launch uploads it), the graph's next occurrences are
  * timed, up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the
  * backend declined, a flush or a divergence released the held ops, the loop detector learned
@@ -556,9 +556,14 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
  * chunk asks only so often. A sample taken is waited for (up to CG_TIMING_WAIT launches, should
  * it never come back) before the next: it may show the next unneeded. */
 #define CG_TIMING_SAMPLES 3
-/* Eager samples the gate needs: with warmup 3, the two sightings that follow the cold one. A
- * burst of the same ops timed on the GPU differs little from one run to the next. */
-#define CG_EAGER_SAMPLES 2
+/* Eager samples the gate needs: the sightings that follow the cold one while the chunk is
+ * learned, at most 2 (the default warmup 2 gives one; with none, as at warmup 1, one replay
+ * runs eagerly for it). A burst of the same ops timed on the GPU differs little from one run
+ * to the next. */
+static uint32_t eager_samples(const struct cg_engine_config *cfg)
+{
+	return cfg->warmup >= 3 ? 2 : 1;
+}
 #define CG_TIMING_ASKS 12
 #define CG_TIMING_WAIT 16
 /* The gate needs a graph slower than its eager ops by more than the host time it saves, so
@@ -610,7 +615,7 @@ static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
 	if (t->timed_eager + t->timed_graph > t->eager_n + t->graph_n &&
 	    t->launched < t->timed_at + CG_TIMING_WAIT)
 		return UNTIMED;  /* a sample is out */
-	bool eager = t->timed_eager < CG_EAGER_SAMPLES && gate_plausible(s->e, t) &&
+	bool eager = t->timed_eager < eager_samples(&s->e->cfg) && gate_plausible(s->e, t) &&
 	             (t->timed_eager < t->timed_graph || t->timed_graph >= CG_TIMING_SAMPLES);
 	if (!eager && t->timed_graph >= CG_TIMING_SAMPLES)
 		return UNTIMED;
@@ -956,8 +961,9 @@ static bool split_after(const struct cg_stream *s, uint64_t hash)
  * not its first, with an eager sample still to take? */
 static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chunk *t)
 {
-	return t->state == CG_CHUNK_LEARNING && t->seen >= 1 && t->timed_eager < CG_EAGER_SAMPLES &&
-	       t->seen + CG_EAGER_SAMPLES >= e->cfg.warmup;
+	uint32_t want = eager_samples(&e->cfg);
+	return t->state == CG_CHUNK_LEARNING && t->seen >= 1 && t->timed_eager < want &&
+	       t->seen + want >= e->cfg.warmup;
 }
 
 /* At a chunk start that no armed chunk takes: if the chunk that ran at this place, or else the
@@ -1420,7 +1426,7 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	enum cg_reason r = CG_R_NONE;
 	struct cg_chunk_cost cost = { .graph_us = g, .eager_us = e, .saved_us = saved };
 	double noise = max_d(CG_TIMING_NOISE_US, CG_TIMING_NOISE * g);
-	if (t->eager_n >= CG_EAGER_SAMPLES && t->graph_n >= CG_TIMING_SAMPLES &&
+	if (t->eager_n >= eager_samples(&s->e->cfg) && t->graph_n >= CG_TIMING_SAMPLES &&
 	    g - e - noise > saved)
 		r = CG_R_COST_GATE;
 	/* A chunk the host then waits for (.item(), a sync): paid where the host waits, the saving

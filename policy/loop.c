@@ -90,12 +90,16 @@ static void lock(struct cg_loop *p, uint64_t t)
 		return;
 	}
 	/* The first unit ends where its ops have been seen `warmup` times: the loop has repeated
-	 * for `span` ops, each more op is one more. Where the program made a boundary inside the
-	 * loop (or right before it), the unit ends at the same place of an iteration, so that the
-	 * boundary, if it comes again, falls between two units. */
+	 * for `span` ops, each more op is one more. Found later than that (a short warmup), it ends
+	 * at the next whole number of periods from where the loop began, as it would have: the
+	 * iteration's first op, not the op where the period locked, starts each unit. Where the
+	 * program made a boundary inside the loop (or right before it), the unit ends at the same
+	 * place of an iteration, so that the boundary, if it comes again, falls between two units. */
 	uint64_t span = p->run + CG_PERIOD_CONTEXT - 1 + (uint64_t)p->period;
 	uint64_t need = (uint64_t)(p->warmup - 1) * p->period + p->unit;
-	uint64_t due = t + (need > span ? need - span : 0), b = p->boundary_at;
+	uint64_t late = need > span ? 0 : (span - need) % p->period;
+	uint64_t due = t + (need > span ? need - span : (p->period - late) % p->period);
+	uint64_t b = p->boundary_at;
 	if (b < t && t - b <= span + 1)
 		due = b + (due - b + p->period - 1) / p->period * p->period;
 	p->adopt = false;

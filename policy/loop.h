@@ -3,8 +3,8 @@
  * cut that content or the program placed came shortly before, so that every iteration is cut
  * the same way however short the loop and however rarely content-defined cuts hit it. A loop
  * no longer than a chunk is cut into units of whole periods, at the anchor only. It also says
- * how often the latest ops have already occurred (a chunk of a loop seen repeating for three
- * periods has been seen three times). Internal to policy/. */
+ * how often the latest ops have already occurred (a chunk of a loop seen repeating for two
+ * periods has been seen twice). Internal to policy/. */
 #ifndef CG_POLICY_LOOP_H
 #define CG_POLICY_LOOP_H
 

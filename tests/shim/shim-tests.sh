@@ -635,8 +635,8 @@ for l in sys.stdin:
     FAKENCCL_STATS=$tmp/e.nccl eager e "$progs/ncclloop" --iters 40
     FAKENCCL_STATS=$tmp/s.nccl shim s "$progs/ncclloop" --iters 40
     same_result e s
-    # warmup 3: calls 1-2 eager, call 3 captured (plus its second vote, "graph ready"), 4-40 replay
-    votes_held=41 graphed=38
+    # warmup 2: call 1 eager, call 2 captured (plus its second vote, "graph ready"), 3-40 replay
+    votes_held=41 graphed=39
     # every program kernel ran once, plus NCCL's own kernel in each vote
     [ "$(stat kernels_run "$tmp/s.stats")" = $(( $(stat kernels_run "$tmp/e.stats") + votes_held )) ] ||
       fail "kernels run: eager $(stat kernels_run "$tmp/e.stats"), shim $(stat kernels_run "$tmp/s.stats") (want +$votes_held)"
@@ -648,7 +648,7 @@ for l in sys.stdin:
              votes.declined:0 collectives_graphed:$graphed; do
       [ "$(summary "$tmp/s.jsonl" "${k%:*}")" = "${k#*:}" ] || fail "${k%:*} is $(summary "$tmp/s.jsonl" "${k%:*}"), want ${k#*:}"
     done
-    # NCCL's own kernel through NCCL (uncounted): 2 eager calls + 1 captured + the votes; the 38
+    # NCCL's own kernel through NCCL (uncounted): 1 eager call + 1 captured + the votes; the 39
     # replays never enter NCCL
     [ "$(stat internal_launches "$tmp/s.nccl")" = $(( 40 - graphed + 1 + votes_held )) ] ||
       fail "NCCL made $(stat internal_launches "$tmp/s.nccl") internal launches, want $(( 40 - graphed + 1 + votes_held ))"
@@ -668,7 +668,7 @@ for l in sys.stdin:
     [ "$(summary "$tmp/s.jsonl" votes.held)" = 0 ] || fail "votes held in group mode: $(summary "$tmp/s.jsonl" votes.held)"
     ;;
   coll-ranks|coll-diverge) # 2 ranks agree on every vote (diverge: both decline the same one)
-    extra= want= graphed=28
+    extra= want= graphed=29
     if [ $case_name = coll-diverge ]; then
       # warmup 5: at iteration 4 rank 1's call is new (seen 1: eager) while rank 0's is due to be
       # captured: vote 5 declines on both; both reset every key and warm up again in lockstep

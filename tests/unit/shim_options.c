@@ -186,7 +186,7 @@ static void test_options_json(void **state)
 	assert_true(cg_json_end(&j));
 	size_t len;
 	const char *line = cg_json_line(&j, &len);
-	assert_non_null(strstr(line, ",\"options\":{\"CUGRAFT_DISABLE\":false,\"CUGRAFT_WARMUP\":3,"));
+	assert_non_null(strstr(line, ",\"options\":{\"CUGRAFT_DISABLE\":false,\"CUGRAFT_WARMUP\":2,"));
 	assert_non_null(strstr(line, "\"CUGRAFT_SCOPE\":\"kernels,memops\""));
 	assert_non_null(strstr(line, "\"CUGRAFT_LOG\":\"warn\""));
 	assert_non_null(strstr(line, "\"CUGRAFT_RECORD_ONLY\":false,\"CUGRAFT_PROFILE\":false}}\n"));
