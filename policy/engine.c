@@ -806,7 +806,13 @@ static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t
 				if (cg_chunk_begins(t, s->cand[i]) &&
 				    (!s->expect || s->cand[i]->n > s->expect->n))
 					s->expect = s->cand[i];
-			if (!s->expect && margin >= CG_PLACE_SETTLED) {
+			/* Settled too: a place where a chunk still learning came at each sighting so far,
+			 * unrivalled. Deferred, its next sighting (the one that arms it, at the default
+			 * warmup) would only diverge, or be cut by the boundary that ends it while still a
+			 * prefix, and lose the eager sample its learning holds it for. */
+			bool settled = margin >= CG_PLACE_SETTLED ||
+			               (t->state == CG_CHUNK_LEARNING && margin >= t->seen);
+			if (!s->expect && settled) {
 				ST(s, place_eager, 1);
 				s->ncand = 0;
 				s->eager_place = t;

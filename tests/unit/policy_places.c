@@ -285,12 +285,89 @@ static void test_divergence_sites(void **state)
 	fake_backend_fini(&fb);
 }
 
+/* A loop whose event record moves each iteration (conf_events: a progress marker after the
+ * k-th of four kernels, k = it % 5, recorded and polled): its chunks, cut at the records, recur
+ * once in five iterations, each at a place of its own. When one comes for the sighting that
+ * arms it, an armed chunk that starts alike (the variant with the marker one kernel earlier) is
+ * no reason to defer it: that could only diverge, or be cut by the record while still a prefix,
+ * and the sighting would lose the eager sample its learning holds it for. */
+static void moving_event(uint32_t warmup, struct cg_stats *st)
+{
+	enum { MIX, SCALE, CHAIN, FLAG, KIND_N, ITERS = 40 };
+	static unsigned char sig[KIND_N][40];
+	struct rng r = { 5 };
+	for (int k = 0; k < KIND_N; k++)
+		for (int i = 0; i < 40; i++)
+			sig[k][i] = (unsigned char)rnd(&r);
+	struct fake_backend fb;
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	cfg.measure = false;
+	cfg.warmup = warmup;
+	fake_backend_init(&fb, 7);
+	fb.table.time_begin = sample_begin, fb.table.time_end = sample_end;
+	nsamples = 0;
+	struct cg_engine *e = cg_engine_new(&cfg, &fb.table, &fb);
+	assert_non_null(e);
+	struct cg_stream *s = cg_stream_new(e, fake_stream(0), 0);
+	assert_non_null(s);
+	uint64_t ops = 0;
+	for (int it = 0; it < ITERS; it++) {
+		uint64_t tag = (uint64_t)it << 4;
+		fake_boundary(&fb, s, 0, CG_R_EVENT);  /* t0 */
+		submit_named(&fb, s, sig[MIX], "mix", (uint64_t)it);
+		submit_named(&fb, s, sig[SCALE], "scale", 0);
+		ops += 2;
+		for (int k = 0; k < 4; k++) {
+			submit_named(&fb, s, sig[CHAIN], "chain", tag++);
+			ops++;
+			if (k == it % 5) {
+				submit_named(&fb, s, sig[FLAG], "flag", (uint64_t)(it * 8 + k));
+				ops++;
+				fake_boundary(&fb, s, 0, CG_R_EVENT);  /* recorded, then polled */
+			}
+		}
+		fake_boundary(&fb, s, 0, CG_R_EVENT);  /* produced */
+		fake_boundary(&fb, s, 0, CG_R_SYNC);
+		nsamples = 0;
+	}
+	cg_engine_stats(e, st);
+	assert_int_equal(st->ops, ops);
+	cg_stream_free(s, CG_R_NONE);
+	cg_engine_free(e, false);
+	char msg[128];
+	if (!fake_backend_same(&fb, msg, sizeof(msg)))
+		fail_msg("%s", msg);
+	assert_int_equal(fb.contract_errors, 0);
+	fake_backend_fini(&fb);
+}
+
+static void test_moving_event_learns_without_diverging(void **state)
+{
+	for (uint32_t warmup = 2; warmup <= 3; warmup++) {
+		struct cg_stats st;
+		moving_event(warmup, &st);
+		/* 8 chunks in 34 ops, each graphed at sighting `warmup` (iterations 5 to 9, or 10
+		 * to 14), then replayed: only learning runs eagerly */
+		assert_int_equal(st.chunks_learned, 8);
+		assert_int_equal(st.ops_eager, 34 * warmup);
+		assert_int_equal(st.fallbacks[CG_R_LEARNING], 34 * warmup);
+		assert_int_equal(st.divergences, 0);
+		assert_int_equal(st.fallbacks[CG_R_EVENT], 0);
+		/* each chunk's sightings after its first were its eager samples (one at warmup 2),
+		 * but for the first chunk's second: it came at no place yet (after nothing, the
+		 * first time) */
+		assert_int_equal(st.learning_samples, warmup == 2 ? 7 : 15);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layers_replay_after_warmup),
 		cmocka_unit_test(test_layers_with_eager_chunks_do_not_diverge),
 		cmocka_unit_test(test_divergence_sites),
+		cmocka_unit_test(test_moving_event_learns_without_diverging),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
