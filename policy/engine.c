@@ -1229,12 +1229,37 @@ static void end_deferral(struct cg_stream *s, enum cg_reason why)
 	s->why = why;
 }
 
+/* The program cut the deferred ops short of every candidate: they are the first ops of an
+ * armed chunk, so they have occurred as often as it has, at least `warmup` times. They become
+ * a chunk of their own with a graph now, built from them and launched in their place, instead
+ * of running eagerly and being learned again (a host copy every few steps, mid-step). */
+static void arm_prefix(struct cg_stream *s)
+{
+	uint32_t seen = 0;
+	for (uint32_t i = 0; i < s->ncand; i++)
+		if (s->cand[i]->seen > seen)
+			seen = s->cand[i]->seen;
+	if (seen < s->e->cfg.warmup || s->sc.lossy || s->e->cfg.record_only)
+		return;
+	struct cg_chunk *t = cg_index_find(&s->ix, &s->sc);
+	if (!t)
+		t = cg_index_add(&s->ix, &s->sc);
+	if (!t || t->state != CG_CHUNK_LEARNING)
+		return;  /* (an idle one was dropped for room or a build failed: learned as usual) */
+	const char *detail = NULL;
+	learned(s, t, seen, &detail);
+	if (t->state == CG_CHUNK_ARMED)
+		s->complete = t;
+}
+
 void cg_boundary(struct cg_stream *s, enum cg_reason why)
 {
 	ST(s, boundaries, 1);
 	if (!s->at_boundary)
 		cg_loop_boundary(&s->per);
 	s->epoch++;
+	if (s->deferring && !s->complete)
+		arm_prefix(s);
 	if (s->deferring)
 		end_deferral(s, why);
 	if (s->hold && s->sc.n == s->hold->n)

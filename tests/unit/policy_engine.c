@@ -433,9 +433,46 @@ static void test_boundary_flushes_partial_chunk(void **state)
 		assert_int_equal(fake_submit(&r.fb, r.s[0], 0, &op), CG_TAKEN);
 	}
 	assert_true(cg_stream_pending(r.s[0]));
+	/* They are the start of a chunk seen four times: a graph of their own, before the copy. */
+	uint64_t launches = stats(&r).graph_launches;
 	fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);  /* checks everything ran */
-	assert_int_equal(stats(&r).fallbacks[CG_R_HOST_COPY], 11);
+	assert_int_equal(stats(&r).graph_launches, launches + 1);
+	assert_int_equal(stats(&r).fallbacks[CG_R_HOST_COPY], 0);
+	/* Ops 0..20 the next time, where that graph cannot be built: they run eagerly. */
+	r.fb.fail_nth[FAKE_BUILD] = r.fb.calls[FAKE_BUILD] + 1;
+	for (uint32_t p = 0; p <= 20; p++) {
+		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+		fake_submit(&r.fb, r.s[0], 0, &op);
+	}
+	fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);
+	assert_int_equal(stats(&r).fallbacks[CG_R_HOST_COPY], 21);
 	assert_int_equal(r.fb.fallback_events[CG_R_HOST_COPY], 1);
+	rig_down(&r);
+}
+
+/* A step of 6 kernels between the program's copies, and every 4th step a copy to the host
+ * mid-step (a metric read): the ops before that copy are the start of the step's chunk, known
+ * from the steps before, and replay as a graph of their own from the first such step on. */
+static void test_host_copy_mid_step_now_and_then(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (uint64_t it = 0; it < 40; it++) {
+		uint64_t before = stats(&r).ops_replayed;
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);  /* the step's input */
+		for (uint32_t p = 0; p < 6; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, it);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+			if (p == 2 && it % 4 == 3)
+				fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);  /* the loss */
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		uint64_t replayed = stats(&r).ops_replayed - before;
+		if (it >= 3)
+			assert_true(replayed >= (it % 4 == 3 ? 3 : 6));
+	}
+	assert_int_equal(stats(&r).fallbacks[CG_R_HOST_COPY], 0);
 	rig_down(&r);
 }
 
@@ -1363,6 +1400,7 @@ int main(void)
 		cmocka_unit_test(test_ten_thousand_op_iteration),
 		cmocka_unit_test(test_divergence_mid_chunk),
 		cmocka_unit_test(test_boundary_flushes_partial_chunk),
+		cmocka_unit_test(test_host_copy_mid_step_now_and_then),
 		cmocka_unit_test(test_hash_collisions_are_not_trusted),
 		cmocka_unit_test(test_build_failure_runs_eagerly),
 		cmocka_unit_test(test_patch_failure),
