@@ -71,6 +71,10 @@ struct cg_stream {
 	uint32_t ncand, cand_cap;
 	struct cg_chunk *complete;  /* the armed chunk sc equals exactly, if any */
 	struct cg_chunk *expect;    /* the candidate that ran at this place before (places) */
+	struct cg_chunk *rest;      /* an armed chunk a boundary cut short after its op rest_at: the
+	                               ops after the boundary may be its rest; while deferring, sc
+	                               is deferred as its ops from rest_at on (no candidates) */
+	uint32_t rest_at;
 	uint64_t place;             /* where the current chunk runs (0: unknown) */
 	bool place_unsure;          /* a flush cut the current chunk, not the program */
 	const struct cg_chunk *eager_place;  /* the chunk of this place, running eagerly */
@@ -235,6 +239,7 @@ static void stop_deferring(struct cg_stream *s)
 	s->ncand = 0;
 	s->complete = NULL;
 	s->expect = NULL;
+	s->rest = NULL;
 	__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
 }
 
@@ -1182,6 +1187,86 @@ static void control_eager(struct cg_stream *s, const struct cg_op *op, uint64_t 
 		}
 }
 
+/* ---- pieces of armed chunks ------------------------------------------------------------ */
+
+/* The deferred ops are a piece of an armed chunk that the program's boundaries cut out of it
+ * (its first ops, before a host copy every few steps mid-step; or its rest, after one): they
+ * have occurred as often as it has, at least `warmup` times. They become a chunk of their own
+ * with a graph now, built from them and launched in their place (complete), instead of running
+ * eagerly and being learned again, piece by piece. */
+static void arm_piece(struct cg_stream *s)
+{
+	uint32_t seen = s->rest && s->rest->state == CG_CHUNK_ARMED ? s->rest->seen : 0;
+	for (uint32_t i = 0; i < s->ncand; i++)
+		if (s->cand[i]->seen > seen)
+			seen = s->cand[i]->seen;
+	if (seen < s->e->cfg.warmup || s->sc.lossy || s->e->cfg.record_only)
+		return;
+	struct cg_chunk *t = cg_index_find(&s->ix, &s->sc);
+	if (!t)
+		t = cg_index_add(&s->ix, &s->sc);
+	if (!t || t->state != CG_CHUNK_LEARNING)
+		return;  /* (an idle one was dropped for room or a build failed: learned as usual) */
+	const char *detail = NULL;
+	learned(s, t, seen, &detail);
+	if (t->state == CG_CHUNK_ARMED)
+		s->complete = t;
+}
+
+/* The deferred ops, a piece of `rest`, run eagerly and stay the start of the chunk being
+ * learned (they were no more than a guess). */
+static void rest_eager(struct cg_stream *s)
+{
+	uint32_t n = s->sc.n;
+	run_deferred(s);
+	fallback(s, CG_R_LEARNING, n, false, (struct cg_event){ 0 });
+}
+
+/* The deferred rest grew by one op: once it is complete, the piece runs as its own graph, or
+ * eagerly where it has none. */
+static void rest_grew(struct cg_stream *s)
+{
+	if (s->rest_at + s->sc.n < s->rest->n)
+		return;
+	arm_piece(s);
+	if (s->complete)
+		launch_chunk(s, s->complete);
+	else
+		rest_eager(s);
+}
+
+/* The first op after a boundary that cut `rest` short, no armed chunk starting with it: when it
+ * is the op that chunk continues with, it is deferred as the start of the chunk's rest. */
+static bool start_rest(struct cg_stream *s, struct cg_chunk *rest, uint32_t at,
+                       const struct cg_op *op, uint64_t hash)
+{
+	if (!rest || at >= rest->n || !cg_chunk_op_matches(rest, at, op, hash))
+		return false;
+	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(rest), s->e->mem))
+		return false;
+	s->ncand = 0;
+	s->rest = rest;
+	s->rest_at = at;
+	push(s, op, hash);
+	s->deferring = true;
+	uint64_t now = s->e->now_ns();
+	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+	rest_grew(s);
+	return true;
+}
+
+/* While deferring the rest of a chunk: does the op continue it? */
+static bool follow_rest(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	const struct cg_chunk *t = s->rest;
+	uint32_t pos = s->rest_at + s->sc.n;
+	if (pos >= t->n || !cg_chunk_op_matches(t, pos, op, hash))
+		return false;
+	push(s, op, hash);
+	rest_grew(s);
+	return true;
+}
+
 enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 {
 	uint64_t hash = op->hash ? op->hash : cg_sig_hash(op->sig, op->sig_len);
@@ -1192,6 +1277,12 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 	if (s->e->cfg.measure)
 		control_op(s);
 	cg_loop_push(&s->per, hash, s->e->mem);
+	if (s->deferring && s->rest) {
+		if (follow_rest(s, op, hash))
+			return CG_TAKEN;
+		rest_eager(s);
+		return learn(s, op, hash);
+	}
 	if (s->deferring) {
 		if (follow(s, op, hash))
 			return CG_TAKEN;
@@ -1202,12 +1293,16 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 		launch_chunk(s, s->complete);  /* then `op` starts a chunk */
 		s->just_launched = 0;
 	}
+	/* A boundary's rest is for the op right after it. */
+	struct cg_chunk *rest = s->rest;
+	s->rest = NULL;
 	if (!s->sc.n && !s->e->cfg.record_only) {
 		if (control_defers(s->e)) {
 			/* the chunk that ran at this place lately, which both ask after */
 			uint32_t margin = 0;
 			uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
-			if (start_deferral(s, op, hash, here, margin))
+			if (start_deferral(s, op, hash, here, margin) ||
+			    start_rest(s, rest, s->rest_at, op, hash))
 				return CG_TAKEN;
 			start_hold(s, op, hash, here);
 		} else {
@@ -1229,37 +1324,21 @@ static void end_deferral(struct cg_stream *s, enum cg_reason why)
 	s->why = why;
 }
 
-/* The program cut the deferred ops short of every candidate: they are the first ops of an
- * armed chunk, so they have occurred as often as it has, at least `warmup` times. They become
- * a chunk of their own with a graph now, built from them and launched in their place, instead
- * of running eagerly and being learned again (a host copy every few steps, mid-step). */
-static void arm_prefix(struct cg_stream *s)
-{
-	uint32_t seen = 0;
-	for (uint32_t i = 0; i < s->ncand; i++)
-		if (s->cand[i]->seen > seen)
-			seen = s->cand[i]->seen;
-	if (seen < s->e->cfg.warmup || s->sc.lossy || s->e->cfg.record_only)
-		return;
-	struct cg_chunk *t = cg_index_find(&s->ix, &s->sc);
-	if (!t)
-		t = cg_index_add(&s->ix, &s->sc);
-	if (!t || t->state != CG_CHUNK_LEARNING)
-		return;  /* (an idle one was dropped for room or a build failed: learned as usual) */
-	const char *detail = NULL;
-	learned(s, t, seen, &detail);
-	if (t->state == CG_CHUNK_ARMED)
-		s->complete = t;
-}
-
 void cg_boundary(struct cg_stream *s, enum cg_reason why)
 {
 	ST(s, boundaries, 1);
 	if (!s->at_boundary)
 		cg_loop_boundary(&s->per);
 	s->epoch++;
+	/* The chunk the deferred ops were cut out of: what follows may be its rest (deferring a
+	 * rest already, or no op since the boundary that cut it: the rest goes on). */
+	struct cg_chunk *rest = s->rest;
+	uint32_t at = (rest ? s->rest_at : 0) + s->sc.n;
+	for (uint32_t i = 0; s->deferring && i < s->ncand; i++)  /* (none while deferring a rest) */
+		if (s->cand[i]->n > at && (!rest || s->cand[i] == s->expect))
+			rest = s->cand[i];
 	if (s->deferring && !s->complete)
-		arm_prefix(s);
+		arm_piece(s);
 	if (s->deferring)
 		end_deferral(s, why);
 	if (s->hold && s->sc.n == s->hold->n)
@@ -1277,6 +1356,8 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 		s->just_launched = 0;  /* marked (a later wait would mark it again, to no effect) */
 	}
 	s->at_boundary = true;
+	s->rest = rest && at < rest->n ? rest : NULL;
+	s->rest_at = at;
 }
 
 /* A chunk launched right before (other boundaries between, such as event records) is still to
@@ -1351,7 +1432,8 @@ bool cg_flush(struct cg_stream *s, enum cg_reason why)
 		return false;
 	if (why == CG_R_TIMEOUT)
 		budget_timeout(s);
-	if (why == CG_R_TIMEOUT && !s->complete && !s->e->cfg.record_only && split_on_timeout(s))
+	if (why == CG_R_TIMEOUT && !s->complete && !s->rest && !s->e->cfg.record_only &&
+	    split_on_timeout(s))
 		return true;
 	/* The chunk these ops end up in is cut where the host was slow, or another thread made a
 	 * boundary: it is no lesson for this place. */

@@ -452,27 +452,38 @@ static void test_boundary_flushes_partial_chunk(void **state)
 
 /* A step of 6 kernels between the program's copies, and every 4th step a copy to the host
  * mid-step (a metric read): the ops before that copy are the start of the step's chunk, known
- * from the steps before, and replay as a graph of their own from the first such step on. */
+ * from the steps before, and the ops after it its rest; both replay as graphs of their own from
+ * the first such step on. Also where a sync cuts the rest again (step 23), and where the copy
+ * comes right after the first op (steps 27 and 31): in step 27 extra work follows the rest's
+ * first op, which then runs eagerly as it came. */
 static void test_host_copy_mid_step_now_and_then(void **state)
 {
 	struct rig r;
 	rig_up(&r, config(3, 64), 1);
 	for (uint64_t it = 0; it < 40; it++) {
 		uint64_t before = stats(&r).ops_replayed;
+		uint32_t copy_after = it == 27 || it == 31 ? 0 : it % 4 == 3 ? 2 : 6;
 		fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);  /* the step's input */
 		for (uint32_t p = 0; p < 6; p++) {
 			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, it);
 			fake_submit(&r.fb, r.s[0], 0, &op);
-			if (p == 2 && it % 4 == 3)
+			if (p == copy_after)
 				fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);
+			if (p == 4 && it == 23)
+				fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+			if (p == 1 && it == 27) {
+				struct cg_op extra = mkop(777, 1, 0x9000000, it);
+				fake_submit(&r.fb, r.s[0], 0, &extra);
+			}
 		}
 		fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);  /* the loss */
 		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
 		uint64_t replayed = stats(&r).ops_replayed - before;
 		if (it >= 3)
-			assert_true(replayed >= (it % 4 == 3 ? 3 : 6));
+			assert_int_equal(replayed, it == 27 ? 1 : 6);
 	}
 	assert_int_equal(stats(&r).fallbacks[CG_R_HOST_COPY], 0);
+	assert_int_equal(stats(&r).fallbacks[CG_R_SYNC], 0);
 	rig_down(&r);
 }
 
