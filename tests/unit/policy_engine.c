@@ -1396,6 +1396,41 @@ static void test_sig_hash_and_reasons(void **state)
 	assert_true(strlen(cg_reason_hint(CG_R_SYNC)) > 10);
 }
 
+/* A short loop (14 ops, after 4 ops of set-up) whose first step has boundaries mid-step (first
+ * launches of a library's kernels, run eagerly until their shapes are proven), so that its units
+ * are out of step with the host copy the program makes after every 10th step (a cuFFT loop that
+ * checks its result): at each copy the unit is cut in two, and both parts replay as graphs of
+ * their own from the first copy on; nothing is learned again once the loop replays. */
+static void test_short_loop_unit_cut_by_host_copy(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (uint32_t p = 0; p < 4; p++) {
+		struct cg_op op = mkop(900 + p, 1, 0x8000000, 0);
+		fake_submit(&r.fb, r.s[0], 0, &op);
+	}
+	uint64_t learning = 0;
+	for (uint64_t it = 0; it < 40; it++) {
+		for (uint32_t p = 0; p < 14; p++) {
+			struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, it);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+			if (it == 0 && (p == 3 || p == 8))
+				fake_boundary(&r.fb, r.s[0], 0, CG_R_UNPROVEN_SHAPE);
+		}
+		if (it % 10 == 9) {
+			fake_boundary(&r.fb, r.s[0], 0, CG_R_HOST_COPY);
+			fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		}
+		if (it == 4)
+			learning = stats(&r).fallbacks[CG_R_LEARNING];
+	}
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.fallbacks[CG_R_LEARNING], learning);
+	assert_int_equal(st.fallbacks[CG_R_HOST_COPY], 0);
+	assert_true(st.ops_replayed >= st.ops - 4 - 4 * 14);
+	rig_down(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1412,6 +1447,7 @@ int main(void)
 		cmocka_unit_test(test_divergence_mid_chunk),
 		cmocka_unit_test(test_boundary_flushes_partial_chunk),
 		cmocka_unit_test(test_host_copy_mid_step_now_and_then),
+		cmocka_unit_test(test_short_loop_unit_cut_by_host_copy),
 		cmocka_unit_test(test_hash_collisions_are_not_trusted),
 		cmocka_unit_test(test_build_failure_runs_eagerly),
 		cmocka_unit_test(test_patch_failure),
