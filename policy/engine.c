@@ -776,6 +776,21 @@ static bool grow_cand(struct cg_stream *s)
 	return true;
 }
 
+/* Work is pending from now: the flusher's budget counts from here. */
+static void mark_pending(struct cg_stream *s)
+{
+	uint64_t now = s->e->now_ns();
+	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+}
+
+/* The op is the first deferred one. */
+static void begin_deferring(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	push(s, op, hash);
+	s->deferring = true;
+	mark_pending(s);
+}
+
 /* At a chunk start: defer the op if it starts one or more armed chunks, unless the chunk that
  * ran at this place lately starts with it too and has no graph (disabled, learning, evicted):
  * an armed chunk that starts alike elsewhere (another layer, the backward pass) would only
@@ -833,10 +848,7 @@ static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t
 		fallback(s, CG_R_NO_MEMORY, 0, true, (struct cg_event){ .op_index = s->op_index - 1 });
 		return false;
 	}
-	push(s, op, hash);
-	s->deferring = true;
-	uint64_t now = s->e->now_ns();
-	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+	begin_deferring(s, op, hash);
 	after_match(s);
 	return true;
 }
@@ -1009,8 +1021,7 @@ static void start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t has
 	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), e->mem))
 		return;
 	s->hold = t;
-	uint64_t now = e->now_ns();
-	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+	mark_pending(s);
 }
 
 /* The held ops are exactly the chunk held for, and learning ends its occurrence here: they run
@@ -1247,10 +1258,7 @@ static bool start_rest(struct cg_stream *s, struct cg_chunk *rest, uint32_t at,
 	s->ncand = 0;
 	s->rest = rest;
 	s->rest_at = at;
-	push(s, op, hash);
-	s->deferring = true;
-	uint64_t now = s->e->now_ns();
-	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+	begin_deferring(s, op, hash);
 	rest_grew(s);
 	return true;
 }

@@ -89,6 +89,45 @@ struct figures {
 	uint64_t ops, replayed, divergences, diverged_ops, gated;
 };
 
+/* One stream of an engine on the fake backend, which times its samples where `timed`. */
+struct rig {
+	struct fake_backend fb;
+	struct cg_engine *e;
+	struct cg_stream *s;
+};
+
+static void rig_up(struct rig *g, uint32_t warmup, bool timed)
+{
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	cfg.measure = false;  /* what is deferred, not whether deferring pays (policy_control) */
+	if (warmup)
+		cfg.warmup = warmup;
+	fake_backend_init(&g->fb, 7);
+	if (timed)
+		g->fb.table.time_begin = sample_begin, g->fb.table.time_end = sample_end;
+	nsamples = 0;
+	g->e = cg_engine_new(&cfg, &g->fb.table, &g->fb);
+	assert_non_null(g->e);
+	g->s = cg_stream_new(g->e, fake_stream(0), 0);
+	assert_non_null(g->s);
+}
+
+/* Frees the stream (unless the test did) and the engine; the fake ran exactly the work
+ * submitted, in order, and no graph is left. */
+static void rig_down(struct rig *g)
+{
+	if (g->s)
+		cg_stream_free(g->s, CG_R_NONE);
+	cg_engine_free(g->e, false);
+	char msg[128];
+	if (!fake_backend_same(&g->fb, msg, sizeof(msg)))
+		fail_msg("%s", msg);
+	assert_int_equal(g->fb.contract_errors, 0);
+	assert_int_equal(g->fb.graphs_alive, 0);
+	fake_backend_fini(&g->fb);
+}
+
 static void op(struct fake_backend *fb, struct cg_stream *s, const struct trainer *t, uint32_t k,
                uint64_t pos, uint64_t step)
 {
@@ -122,34 +161,17 @@ static void step(struct fake_backend *fb, struct cg_stream *s, const struct trai
 /* Runs STEPS steps and returns the figures of those from `from` on. */
 static struct figures run(const struct trainer *t, bool timed, int from)
 {
-	struct fake_backend fb;
-	struct cg_engine_config cfg;
-	cg_engine_config_default(&cfg);
-	cfg.measure = false;  /* what is deferred, not whether deferring pays (policy_control) */
-	fake_backend_init(&fb, 7);
-	if (timed)
-		fb.table.time_begin = sample_begin, fb.table.time_end = sample_end;
-	nsamples = 0;
-	struct cg_engine *e = cg_engine_new(&cfg, &fb.table, &fb);
-	assert_non_null(e);
-	struct cg_stream *s = cg_stream_new(e, fake_stream(0), 0);
-	assert_non_null(s);
+	struct rig g;
+	rig_up(&g, 0, timed);
 	struct cg_stats a, b;
 	for (int st = 0; st < STEPS; st++) {
 		if (st == from)
-			cg_engine_stats(e, &a);
-		step(&fb, s, t, (uint64_t)st);
-		feed_samples(s);
+			cg_engine_stats(g.e, &a);
+		step(&g.fb, g.s, t, (uint64_t)st);
+		feed_samples(g.s);
 	}
-	cg_engine_stats(e, &b);
-	cg_stream_free(s, CG_R_NONE);
-	cg_engine_free(e, false);
-	char msg[128];
-	if (!fake_backend_same(&fb, msg, sizeof(msg)))
-		fail_msg("%s", msg);
-	assert_int_equal(fb.contract_errors, 0);
-	assert_int_equal(fb.graphs_alive, 0);
-	fake_backend_fini(&fb);
+	cg_engine_stats(g.e, &b);
+	rig_down(&g);
 	uint64_t gated = 0;
 	for (int r = 0; r < CG_R_COUNT; r++)
 		if (r == CG_R_COST_GATE || r == CG_R_EXPOSED || r == CG_R_COST_SAMPLE)
@@ -239,30 +261,22 @@ static void test_divergence_sites(void **state)
 	for (int k = 0; k < OPS; k++)
 		snprintf(names[k], sizeof(names[k]), "k%d", k);
 	memset(long_name, 'x', sizeof(long_name) - 1);
-	struct fake_backend fb;
-	struct cg_engine_config cfg;
-	cg_engine_config_default(&cfg);
-	cfg.measure = false;
-	cfg.warmup = 3;  /* the variant's prefix gets its graph after steps 10 to 12 */
-	fake_backend_init(&fb, 7);
-	struct cg_engine *e = cg_engine_new(&cfg, &fb.table, &fb);
-	assert_non_null(e);
-	struct cg_stream *s = cg_stream_new(e, fake_stream(0), 0);
-	assert_non_null(s);
+	struct rig g;
+	rig_up(&g, 3, false);  /* warmup 3: the variant's prefix gets its graph after steps 10-12 */
 	/* Steps 10 to 12 run another kernel named "odd" at op ODD (another signature each time),
 	 * step 13 one with a long name, step 14 one without a name. */
 	for (int st = 0; st < 15; st++) {
 		for (int k = 0; k < OPS; k++) {
 			bool odd = k == ODD && st >= 10;
 			const char *name = !odd ? names[k] : st < 13 ? "odd" : st == 13 ? long_name : NULL;
-			submit_named(&fb, s, odd ? sig[OPS + (st < 13 ? st - 10 : 2)] : sig[k], name,
+			submit_named(&g.fb, g.s, odd ? sig[OPS + (st < 13 ? st - 10 : 2)] : sig[k], name,
 			             (uint64_t)st);
 		}
-		fake_boundary(&fb, s, 0, CG_R_SYNC);
+		fake_boundary(&g.fb, g.s, 0, CG_R_SYNC);
 	}
-	uint32_t at = fb.last_divergence.chunk_ops;  /* where it diverged in the chunk */
+	uint32_t at = g.fb.last_divergence.chunk_ops;  /* where it diverged in the chunk */
 	struct cg_divergence_site site[4];
-	uint32_t n = cg_engine_divergence_sites(e, site, 4);
+	uint32_t n = cg_engine_divergence_sites(g.e, site, 4);
 	assert_int_equal(n, 3);
 	assert_int_equal(site[0].count, 3);
 	assert_string_equal(site[0].expected, "k25");
@@ -272,17 +286,13 @@ static void test_divergence_sites(void **state)
 	assert_int_equal(strlen(site[1].got), CG_SITE_NAME - 1);
 	assert_int_equal(site[1].count, 1);
 	assert_true(site[2].got[0] == '#' && strlen(site[2].got) == 17);
-	assert_int_equal(cg_engine_divergence_sites(e, site, 1), 1);
+	assert_int_equal(cg_engine_divergence_sites(g.e, site, 1), 1);
 	assert_int_equal(site[0].count, 3);
-	cg_stream_free(s, CG_R_NONE);
+	cg_stream_free(g.s, CG_R_NONE);
+	g.s = NULL;
 	/* the sites outlive the stream (and its kernel names) */
-	assert_int_equal(cg_engine_divergence_sites(e, site, 4), 3);
-	cg_engine_free(e, false);
-	char msg[128];
-	if (!fake_backend_same(&fb, msg, sizeof(msg)))
-		fail_msg("%s", msg);
-	assert_int_equal(fb.contract_errors, 0);
-	fake_backend_fini(&fb);
+	assert_int_equal(cg_engine_divergence_sites(g.e, site, 4), 3);
+	rig_down(&g);
 }
 
 /* A loop whose event record moves each iteration (conf_events: a progress marker after the
@@ -299,47 +309,33 @@ static void moving_event(uint32_t warmup, struct cg_stats *st)
 	for (int k = 0; k < KIND_N; k++)
 		for (int i = 0; i < 40; i++)
 			sig[k][i] = (unsigned char)rnd(&r);
-	struct fake_backend fb;
-	struct cg_engine_config cfg;
-	cg_engine_config_default(&cfg);
-	cfg.measure = false;
-	cfg.warmup = warmup;
-	fake_backend_init(&fb, 7);
-	fb.table.time_begin = sample_begin, fb.table.time_end = sample_end;
-	nsamples = 0;
-	struct cg_engine *e = cg_engine_new(&cfg, &fb.table, &fb);
-	assert_non_null(e);
-	struct cg_stream *s = cg_stream_new(e, fake_stream(0), 0);
-	assert_non_null(s);
+	struct rig g;
+	rig_up(&g, warmup, true);
+	struct fake_backend *fb = &g.fb;
+	struct cg_stream *s = g.s;
 	uint64_t ops = 0;
 	for (int it = 0; it < ITERS; it++) {
 		uint64_t tag = (uint64_t)it << 4;
-		fake_boundary(&fb, s, 0, CG_R_EVENT);  /* t0 */
-		submit_named(&fb, s, sig[MIX], "mix", (uint64_t)it);
-		submit_named(&fb, s, sig[SCALE], "scale", 0);
+		fake_boundary(fb, s, 0, CG_R_EVENT);  /* t0 */
+		submit_named(fb, s, sig[MIX], "mix", (uint64_t)it);
+		submit_named(fb, s, sig[SCALE], "scale", 0);
 		ops += 2;
 		for (int k = 0; k < 4; k++) {
-			submit_named(&fb, s, sig[CHAIN], "chain", tag++);
+			submit_named(fb, s, sig[CHAIN], "chain", tag++);
 			ops++;
 			if (k == it % 5) {
-				submit_named(&fb, s, sig[FLAG], "flag", (uint64_t)(it * 8 + k));
+				submit_named(fb, s, sig[FLAG], "flag", (uint64_t)(it * 8 + k));
 				ops++;
-				fake_boundary(&fb, s, 0, CG_R_EVENT);  /* recorded, then polled */
+				fake_boundary(fb, s, 0, CG_R_EVENT);  /* recorded, then polled */
 			}
 		}
-		fake_boundary(&fb, s, 0, CG_R_EVENT);  /* produced */
-		fake_boundary(&fb, s, 0, CG_R_SYNC);
+		fake_boundary(fb, s, 0, CG_R_EVENT);  /* produced */
+		fake_boundary(fb, s, 0, CG_R_SYNC);
 		nsamples = 0;
 	}
-	cg_engine_stats(e, st);
+	cg_engine_stats(g.e, st);
 	assert_int_equal(st->ops, ops);
-	cg_stream_free(s, CG_R_NONE);
-	cg_engine_free(e, false);
-	char msg[128];
-	if (!fake_backend_same(&fb, msg, sizeof(msg)))
-		fail_msg("%s", msg);
-	assert_int_equal(fb.contract_errors, 0);
-	fake_backend_fini(&fb);
+	rig_down(&g);
 }
 
 static void test_moving_event_learns_without_diverging(void **state)
