@@ -11,6 +11,7 @@
 #include "policy/clock.h"
 #include "policy/control.h"
 #include "policy/engine.h"
+#include "policy/gate.h"
 #include "policy/loop.h"
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
@@ -27,6 +28,7 @@
 
 struct cg_engine {
 	struct cg_engine_config cfg;
+	struct cg_gate_costs gate;  /* the cost gate's view of cfg */
 	cg_realloc_fn mem;
 	uint32_t chunk_min;
 	uint64_t cdc_below;     /* cut where (hash >> 32) < cdc_below: probability 1 / cdc_mod */
@@ -546,12 +548,12 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 	return k % t->ninst;
 }
 
-/* The cost gate's samples, timed by the backend on the GPU and returned through
- * cg_stream_timing. Eager ones come first from the chunk's last sightings while it is learned,
- * which run eagerly anyway: their ops are held back (start_hold) and, once the occurrence is
- * complete, submitted in a burst between the backend's events (learn_sample), up to
- * eager_samples() of them, never its first sighting (cold: module loads, first launches).
- * Once its graph has run (its first launch uploads it), the graph's next occurrences are
+/* The cost gate's samples (gate.h judges them), timed by the backend on the GPU and returned
+ * through cg_stream_timing. Eager ones come first from the chunk's last sightings while it is
+ * learned, which run eagerly anyway: their ops are held back (start_hold) and, once the
+ * occurrence is complete, submitted in a burst between the backend's events (learn_sample), up
+ * to cg_gate_eager_samples() of them, never its first sighting (cold: module loads, first
+ * launches). Once its graph has run (its first launch uploads it), the graph's next occurrences are
  * timed, up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the
  * backend declined, a flush or a divergence released the held ops, the loop detector learned
  * the chunk at once), occurrences that could have been replayed run eagerly for them
@@ -560,56 +562,21 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
  * program's, run once, in order. The backend may decline a sample (busy, or timing failed): a
  * chunk asks only so often. A sample taken is waited for (up to CG_TIMING_WAIT launches, should
  * it never come back) before the next: it may show the next unneeded. */
-#define CG_TIMING_SAMPLES 3
-/* Eager samples the gate needs: the sightings that follow the cold one while the chunk is
- * learned, at most 2 (the default warmup 2 gives one; with none, as at warmup 1, one replay
- * runs eagerly for it). A burst of the same ops timed on the GPU differs little from one run
- * to the next. */
-static uint32_t eager_samples(const struct cg_engine_config *cfg)
-{
-	return cfg->warmup >= 3 ? 2 : 1;
-}
 #define CG_TIMING_ASKS 12
 #define CG_TIMING_WAIT 16
-/* The gate needs a graph slower than its eager ops by more than the host time it saves, so
- * slower than that saving: eager samples are taken only for a graph over this share of it (a
- * margin for the noise of a few samples). */
-#define CG_GATE_PLAUSIBLE 0.8
-/* Graph runs whose submission span (first deferred op to the graph's launch) is kept: what a
- * wait after the chunk costs depends on how fast the host submits it (cg_stream_timing). */
-#define CG_SPAN_RUNS 6
-/* A graph slower than its eager ops, or exposed to a wait, by less than this much (us, or this
- * share of its GPU time) is within the samples' noise: it keeps its graph, the same way in
- * every run (a one-op chunk's graph saves 0.9 us; its samples differ by about that). */
-#define CG_TIMING_NOISE_US 1.0
-#define CG_TIMING_NOISE 0.03
 
 enum timing { UNTIMED, TIME_EAGER, TIME_GRAPH };
+
+static struct cg_gate_costs gate_costs(const struct cg_engine_config *cfg)
+{
+	return (struct cg_gate_costs){ cfg->launch_host_us, cfg->graph_launch_host_us, cfg->warmup };
+}
 
 double cg_engine_launch_saved_us(const struct cg_engine_config *cfg, double ops,
                                  double graph_launches)
 {
-	double saved = ops * cfg->launch_host_us - graph_launches * cfg->graph_launch_host_us;
-	return saved > 0 ? saved : 0;
-}
-
-/* Host launch time the chunk's graph saves at each run, by the backend's costs. */
-static double host_saved(const struct cg_engine *e, const struct cg_chunk *t)
-{
-	return cg_engine_launch_saved_us(&e->cfg, t->n, 1);
-}
-
-/* Could an eager sample still lead the gate to act? It acts on a graph slower than its eager
- * ops by more than the host time it saves, so not on one under that saving (CG_GATE_PLAUSIBLE
- * for the noise of a few samples), nor once a pair of samples shows the graph slower by less
- * than half of it: GPU times of the same ops read back by events differ by far less from one
- * run to the next, and every further eager sample costs the replay of an occurrence. */
-static bool gate_plausible(const struct cg_engine *e, const struct cg_chunk *t)
-{
-	double saved = host_saved(e, t);
-	if (!t->graph_n || t->graph_us / t->graph_n <= CG_GATE_PLAUSIBLE * saved)
-		return false;
-	return !t->eager_n || t->graph_us / t->graph_n - t->eager_us / t->eager_n >= saved / 2;
+	struct cg_gate_costs c = gate_costs(cfg);
+	return cg_gate_launch_saved_us(&c, ops, graph_launches);
 }
 
 static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
@@ -620,7 +587,8 @@ static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
 	if (t->timed_eager + t->timed_graph > t->eager_n + t->graph_n &&
 	    t->launched < t->timed_at + CG_TIMING_WAIT)
 		return UNTIMED;  /* a sample is out */
-	bool eager = t->timed_eager < eager_samples(&s->e->cfg) && gate_plausible(s->e, t) &&
+	bool eager = t->timed_eager < cg_gate_eager_samples(&s->e->gate) &&
+	             cg_gate_plausible(&s->e->gate, t) &&
 	             (t->timed_eager < t->timed_graph || t->timed_graph >= CG_TIMING_SAMPLES);
 	if (!eager && t->timed_graph >= CG_TIMING_SAMPLES)
 		return UNTIMED;
@@ -984,7 +952,7 @@ static bool split_after(const struct cg_stream *s, uint64_t hash)
  * not its first, with an eager sample still to take? */
 static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chunk *t)
 {
-	uint32_t want = eager_samples(&e->cfg);
+	uint32_t want = cg_gate_eager_samples(&e->gate);
 	return t->state == CG_CHUNK_LEARNING && t->seen >= 1 && t->timed_eager < want &&
 	       t->seen + want >= e->cfg.warmup;
 }
@@ -1470,35 +1438,6 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s)
 	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
 }
 
-static double max_d(double a, double b)
-{
-	return a > b ? a : b;
-}
-
-/* How much later a wait right after the chunk ends deferred than eager (us; below 0: sooner).
- * Deferred, the chunk's graph starts on the GPU once its last op is submitted: its whole GPU
- * time g comes after the host's span S of submitting it (measured) and the graph launch G.
- * Eager, each op starts as it is launched (L each): the GPU is done at the later of the last
- * launch plus about the last op's share of g (a host slower than the GPU: a Python loop) and
- * the first launch plus the ops' GPU time back to back (a GPU slower than the host: its eager
- * sample's time, else taken as the graph's). So a host that submits slowly loses about g less
- * the launch time saved; a host that keeps ahead of the GPU loses at most S + G - L, what
- * holding the first op back until the last costs. */
-static double span_mean_us(const struct cg_chunk *t)
-{
-	return t->span_n ? t->span_us / t->span_n : 0;
-}
-
-static double exposure_us(const struct cg_engine *e, const struct cg_chunk *t)
-{
-	double g = t->graph_us / t->graph_n, n = t->n;
-	double gpu = t->eager_n ? t->eager_us / t->eager_n : g;
-	double span = span_mean_us(t);
-	double L = e->cfg.launch_host_us, G = e->cfg.graph_launch_host_us;
-	double eager_done = max_d(span + n * L + g / n, L + gpu);
-	return span + G + g - eager_done;
-}
-
 /* An exposed chunk (below) is learned again in two parts, cut after its middle op wherever an
  * op of that hash comes: the first part's graph starts on the GPU while the host still submits
  * the rest, and only the last part's time is waited for whole; that part is timed and judged as
@@ -1537,34 +1476,16 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	}
 	if (!t->graph_n)
 		return;
-	double saved = host_saved(s->e, t);
-	double g = t->graph_us / t->graph_n, e = t->eager_n ? t->eager_us / t->eager_n : 0;
-	/* A graph under half the host time it saves can neither be slower than its eager ops by
-	 * more than that saving, nor exposed: no sample can come that the gate would act on but
-	 * one far off this, so the runs that would show it stop here. */
-	if (g <= saved / 2)
+	struct cg_gate_verdict v;
+	cg_gate_judge(&s->e->gate, t, &v);
+	if (v.settled)
 		t->timing_done = true;
-	enum cg_reason r = CG_R_NONE;
-	struct cg_chunk_cost cost = { .graph_us = g, .eager_us = e, .saved_us = saved };
-	double noise = max_d(CG_TIMING_NOISE_US, CG_TIMING_NOISE * g);
-	if (t->eager_n >= eager_samples(&s->e->cfg) && t->graph_n >= CG_TIMING_SAMPLES &&
-	    g - e - noise > saved)
-		r = CG_R_COST_GATE;
-	/* A chunk the host then waits for (.item(), a sync): paid where the host waits, the saving
-	 * at every run (a chunk waited for at one run in ten, a copy to the host every 10 steps,
-	 * pays a tenth of its exposure; the runs of its learning samples came before its graph,
-	 * where waits are not counted). */
-	else if (t->graph_n >= CG_TIMING_SAMPLES && t->waits) {
-		uint64_t runs = t->launched + t->timed_eager - t->learn_samples;
-		double share = runs > t->waits ? (double)t->waits / (double)runs : 1.0;
-		cost.exposure_us = exposure_us(s->e, t);
-		cost.waited_share = share;
-		if (share * (cost.exposure_us - noise) > (1 - share) * saved)
-			r = CG_R_EXPOSED;
-	}
+	enum cg_reason r = v.reason;
 	if (r == CG_R_NONE)
 		return;
-	cost.span_us = span_mean_us(t);
+	struct cg_chunk_cost cost = { .graph_us = v.graph_us, .eager_us = v.eager_us,
+	                              .saved_us = v.saved_us, .span_us = cg_gate_span_us(t),
+	                              .exposure_us = v.exposure_us, .waited_share = v.waited_share };
 	disable_costed(s, t, r, &cost);
 	if (r == CG_R_EXPOSED)
 		cut_exposed(s, t);
@@ -1592,6 +1513,7 @@ struct cg_engine *cg_engine_new(const struct cg_engine_config *cfg,
 		e->cfg.warmup = 1;
 	if (e->cfg.fail_limit < 1)
 		e->cfg.fail_limit = 1;
+	e->gate = gate_costs(&e->cfg);
 	/* Expected chunk length ~ chunk_max / 2: at least chunk_min ops, then a cut with
 	 * probability 1 / cdc_mod per op. */
 	e->chunk_min = e->cfg.chunk_max / 4 > 4 ? e->cfg.chunk_max / 4 : 4;
