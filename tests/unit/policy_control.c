@@ -77,6 +77,14 @@ static void feed_interval(struct feed *f, uint32_t ops, double ns_eager, double 
 	f->wait = f->now;
 }
 
+/* A fresh controller fed intervals of `ops` ops until its first decision (or 1000 intervals). */
+static void feed_to_decision(struct feed *f, uint32_t ops, double ns_eager, double ns_graph)
+{
+	feed_init(f);
+	while (!f->decisions && f->intervals < 1000)
+		feed_interval(f, ops, ns_eager, ns_graph);
+}
+
 static void test_period_of_uneven_intervals(void **state)
 {
 	/* A C trainer's step: five syncs, intervals of very different lengths. */
@@ -99,9 +107,7 @@ static void test_period_of_uneven_intervals(void **state)
 static void test_losing_graphs_go_eager(void **state)
 {
 	struct feed f;
-	feed_init(&f);
-	while (!f.decisions && f.intervals < 1000)
-		feed_interval(&f, 300, 10000, 11000);
+	feed_to_decision(&f, 300, 10000, 11000);
 	assert_int_equal(f.decisions, 1);
 	assert_false(f.last.defer);
 	assert_false(f.c.defer);
@@ -172,9 +178,7 @@ static void test_builds_do_not_blur_the_probe(void **state)
 static void test_probes_cost_little(void **state)
 {
 	struct feed f;
-	feed_init(&f);
-	while (!f.decisions && f.intervals < 1000)
-		feed_interval(&f, 1000, 5000, 1000);
+	feed_to_decision(&f, 1000, 5000, 1000);
 	assert_int_equal(f.decisions, 1);
 	uint64_t start = f.now, eager = f.eager_ns;
 	for (int it = 0; it < 600; it++)
@@ -195,9 +199,7 @@ static void test_probes_cost_little(void **state)
 static void test_small_win_probes_rarely(void **state)
 {
 	struct feed f;
-	feed_init(&f);
-	while (!f.decisions && f.intervals < 1000)
-		feed_interval(&f, 300, 10000, 9600);
+	feed_to_decision(&f, 300, 10000, 9600);
 	assert_int_equal(f.decisions, 1);
 	assert_true(f.last.defer);
 	uint32_t eager = 0, n = 700;  /* intervals of 2.9 ms: epochs of two */
@@ -247,9 +249,7 @@ static void test_tie_keeps_graphs(void **state)
 	static const double eager[] = { 10000, 9900, 9700 };
 	for (int c = 0; c < 3; c++) {
 		struct feed f;
-		feed_init(&f);
-		while (!f.decisions && f.intervals < 1000)
-			feed_interval(&f, 300, eager[c], 10000);
+		feed_to_decision(&f, 300, eager[c], 10000);
 		assert_int_equal(f.decisions, 1);
 		assert_int_equal(f.last.defer, c < 2);
 		if (c < 2)  /* medians within 3%: only a full probe decides */
