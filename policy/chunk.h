@@ -51,7 +51,10 @@ struct cg_chunk {
 	void **xgraph;
 	unsigned char *xargs;          /* held arguments of the extra instances, args bytes each */
 	uint64_t last_used;       /* stream tick of its last build or launch, for LRU eviction */
-	double eager_us, graph_us;     /* GPU time of the cost gate's samples read back, summed */
+	/* GPU time of the cost gate's samples read back: the least of each kind, since a sample
+	 * can only come out longer than the work (other streams' kernels running alongside, the
+	 * GPU clocking up), never shorter */
+	double eager_us, graph_us;
 	uint32_t eager_n, graph_n;     /* and how many */
 	uint8_t timed_eager, timed_graph, timing_asks;  /* runs sampled for the cost gate, asks */
 	uint8_t learn_samples;         /* of timed_eager: taken at learning sightings */

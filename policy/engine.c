@@ -1467,13 +1467,11 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	struct cg_chunk *t = cg_index_find_key(&s->ix, chunk_key);
 	if (!t || t->state == CG_CHUNK_DISABLED)
 		return;
-	if (graph) {
-		t->graph_us += us;
-		t->graph_n++;
-	} else {
-		t->eager_us += us;
-		t->eager_n++;
-	}
+	double *least = graph ? &t->graph_us : &t->eager_us;
+	uint32_t *n = graph ? &t->graph_n : &t->eager_n;
+	if (!*n || us < *least)
+		*least = us;
+	++*n;
 	if (!t->graph_n)
 		return;
 	struct cg_gate_verdict v;

@@ -43,9 +43,9 @@ double cg_gate_saved_us(const struct cg_gate_costs *c, const struct cg_chunk *t)
 bool cg_gate_plausible(const struct cg_gate_costs *c, const struct cg_chunk *t)
 {
 	double saved = cg_gate_saved_us(c, t);
-	if (!t->graph_n || t->graph_us / t->graph_n <= CG_GATE_PLAUSIBLE * saved)
+	if (!t->graph_n || t->graph_us <= CG_GATE_PLAUSIBLE * saved)
 		return false;
-	return !t->eager_n || t->graph_us / t->graph_n - t->eager_us / t->eager_n >= saved / 2;
+	return !t->eager_n || t->graph_us - t->eager_us >= saved / 2;
 }
 
 double cg_gate_span_us(const struct cg_chunk *t)
@@ -64,8 +64,8 @@ double cg_gate_span_us(const struct cg_chunk *t)
  * holding the first op back until the last costs. */
 static double exposure_us(const struct cg_gate_costs *c, const struct cg_chunk *t)
 {
-	double g = t->graph_us / t->graph_n, n = t->n;
-	double gpu = t->eager_n ? t->eager_us / t->eager_n : g;
+	double g = t->graph_us, n = t->n;
+	double gpu = t->eager_n ? t->eager_us : g;
 	double span = cg_gate_span_us(t);
 	double L = c->launch_host_us, G = c->graph_launch_host_us;
 	double eager_done = max_d(span + n * L + g / n, L + gpu);
@@ -76,7 +76,7 @@ void cg_gate_judge(const struct cg_gate_costs *c, const struct cg_chunk *t,
                    struct cg_gate_verdict *v)
 {
 	double saved = cg_gate_saved_us(c, t);
-	double g = t->graph_us / t->graph_n, e = t->eager_n ? t->eager_us / t->eager_n : 0;
+	double g = t->graph_us, e = t->eager_n ? t->eager_us : 0;
 	*v = (struct cg_gate_verdict){ .reason = CG_R_NONE, .graph_us = g, .eager_us = e,
 	                               .saved_us = saved };
 	/* A graph under half the host time it saves can neither be slower than its eager ops by

@@ -39,9 +39,9 @@ double cg_gate_span_us(const struct cg_chunk *t);
 struct cg_gate_verdict {
 	enum cg_reason reason;  /* CG_R_NONE (the graph stays), CG_R_COST_GATE or CG_R_EXPOSED */
 	bool settled;           /* no later sample can change it: the chunk needs no more */
-	/* means of the samples (us): the graph's GPU time, the eager ops' (0 without a sample), the
-	 * launch time saved; how much later a wait right after it ends deferred, and the share of
-	 * its runs waited for (both 0 where no run was waited for) */
+	/* the least of the samples (us): the graph's GPU time, the eager ops' (0 without a
+	 * sample); the launch time saved; how much later a wait right after it ends deferred,
+	 * and the share of its runs waited for (both 0 where no run was waited for) */
 	double graph_us, eager_us, saved_us, exposure_us, waited_share;
 };
 /* The verdict on a chunk with at least one graph sample. */

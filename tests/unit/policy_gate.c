@@ -21,9 +21,9 @@ static struct cg_chunk timed(uint32_t n, double graph, double eager, uint32_t ea
 	struct cg_chunk t;
 	memset(&t, 0, sizeof(t));
 	t.n = n;
-	t.graph_us = 3 * graph;
+	t.graph_us = graph;
 	t.graph_n = 3;
-	t.eager_us = eager_n * eager;
+	t.eager_us = eager;
 	t.eager_n = eager_n;
 	t.timed_eager = (uint8_t)eager_n;
 	t.launched = 20;
