@@ -40,10 +40,13 @@
 /* The first probe's eager epochs are a price a short job never earns back, and the graphs have
  * passed their chunks' tests already: they run CG_CONTROL_TRUST settled epochs before it. What
  * those tests cannot see (work held back from a GPU the host then waits for, in ways no chunk
- * shows alone) is what the probe measures after them. A graphed epoch clearly slower than every
- * eager epoch before the graphs (CG_CONTROL_CLEAR_EAGER) ends the trust at once; otherwise a
- * wrong trust costs those epochs at most. */
+ * shows alone) is what the probe measures after them. CG_CONTROL_TRUST_SLOW graphed epochs in
+ * a row, each clearly slower than every eager epoch before the graphs (CG_CONTROL_CLEAR_EAGER),
+ * end the trust at once; otherwise a wrong trust costs those epochs at most. One such epoch
+ * alone is not enough: in a short multi-stream program a single epoch now and then runs that
+ * slow in either mode, and a probe started on it took half the program's ops eager. */
 #define CG_CONTROL_TRUST 16
+#define CG_CONTROL_TRUST_SLOW 2
 /* Epochs in a row that a probe may skip because graphs were built or timed in them (one-time
  * costs that say nothing about either mode); after that the epoch counts as it is. */
 #define CG_CONTROL_UNSETTLED_MAX 3
@@ -244,13 +247,18 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 		/* this epoch is the trust's first */
 		c->phase = CG_CTL_TRUST;
 		c->hold = CG_CONTROL_TRUST;
+		c->slow = 0;
 		/* fall through */
 	case CG_CTL_TRUST:
-		/* Counted in settled epochs; one clearly slower than the eager epochs before the
-		 * graphs ends the trust. */
+		/* Counted in settled epochs; CG_CONTROL_TRUST_SLOW in a row clearly slower than the
+		 * eager epochs before the graphs end the trust. */
 		if (!graphed)
 			return false;
-		if (!(c->eager_ref && per_op * CG_CONTROL_CLEAR_EAGER > c->eager_ref) && --c->hold)
+		if (c->eager_ref && per_op * CG_CONTROL_CLEAR_EAGER > c->eager_ref)
+			c->slow++;
+		else
+			c->slow = 0;
+		if (c->slow < CG_CONTROL_TRUST_SLOW && --c->hold)
 			return false;
 		c->hold = 0;
 		start_probe(c);

@@ -36,7 +36,8 @@ enum cg_control_phase {
 	CG_CTL_PROBE,  /* epochs alternate between deferring and not, each one timed */
 	CG_CTL_HOLD,   /* the faster mode runs; measured again after `hold` epochs */
 	CG_CTL_TRUST,  /* before the first probe: graphs run for `hold` settled epochs, unless
-	                  one is clearly slower than the eager epochs before them (control.c) */
+	                  two in a row are clearly slower than the eager epochs before them
+	                  (control.c) */
 };
 
 struct cg_control {
@@ -53,6 +54,7 @@ struct cg_control {
 	uint64_t nring;
 	uint32_t period;
 	double eager_ref;           /* ns per op of the fastest epoch before graphs (0: none) */
+	uint32_t slow;              /* trusted epochs in a row clearly slower than eager_ref */
 	/* The current probe's epochs, ns per op and each epoch's length in ns, [0] eager,
 	 * [1] graphed. */
 	double sample[2][CG_CONTROL_SAMPLES];
