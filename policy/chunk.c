@@ -54,10 +54,23 @@ bool cg_scratch_reserve(struct cg_scratch *sc, size_t bytes, cg_realloc_fn mem)
 	return true;
 }
 
+#define CG_KEY_SEED 0x243f6a8885a308d3ull
+
+static uint64_t key_step(uint64_t key, uint64_t hash)
+{
+	return (cg_rotl64(key, 23) ^ hash) * 0x9e3779b97f4a7c15ull;
+}
+
+static uint64_t key_final(uint64_t key, uint32_t n)
+{
+	uint64_t k = cg_fmix64(key ^ ((uint64_t)n * 0xc2b2ae3d27d4eb4full));
+	return k ? k : 1;
+}
+
 void cg_scratch_push(struct cg_scratch *sc, const struct cg_op *op, uint64_t hash, cg_realloc_fn mem)
 {
 	uint32_t i = sc->n++;
-	sc->key = (cg_rotl64(sc->key, 23) ^ hash) * 0x9e3779b97f4a7c15ull;
+	sc->key = key_step(sc->key, hash);
 	sc->hash[i] = hash;
 	if (sc->lossy || !cg_scratch_reserve(sc, (size_t)op->sig_len + op->args_len, mem)) {
 		sc->lossy = true;
@@ -86,8 +99,15 @@ void cg_scratch_op(const struct cg_scratch *sc, uint32_t i, struct cg_op *out)
 
 uint64_t cg_scratch_key(const struct cg_scratch *sc)
 {
-	uint64_t k = cg_fmix64(sc->key ^ ((uint64_t)sc->n * 0xc2b2ae3d27d4eb4full));
-	return k ? k : 1;
+	return key_final(sc->key, sc->n);
+}
+
+uint64_t cg_chunk_prefix_key(const struct cg_chunk *t, uint32_t m)
+{
+	uint64_t key = CG_KEY_SEED;
+	for (uint32_t i = 0; i < m && i < t->n; i++)
+		key = key_step(key, t->hash[i]);
+	return key_final(key, m < t->n ? m : t->n);
 }
 
 void cg_scratch_reset(struct cg_scratch *sc)
@@ -95,16 +115,16 @@ void cg_scratch_reset(struct cg_scratch *sc)
 	sc->n = 0;
 	sc->used = 0;
 	sc->lossy = false;
-	sc->key = 0x243f6a8885a308d3ull;
+	sc->key = CG_KEY_SEED;
 }
 
 void cg_scratch_drop_front(struct cg_scratch *sc, uint32_t k)
 {
 	uint32_t n = sc->n - k;
 	memmove(sc->hash, sc->hash + k, n * sizeof(*sc->hash));
-	sc->key = 0x243f6a8885a308d3ull;
+	sc->key = CG_KEY_SEED;
 	for (uint32_t i = 0; i < n; i++)
-		sc->key = (cg_rotl64(sc->key, 23) ^ sc->hash[i]) * 0x9e3779b97f4a7c15ull;
+		sc->key = key_step(sc->key, sc->hash[i]);
 	sc->n = n;
 	if (sc->lossy)
 		return;  /* only hashes are kept */

@@ -127,6 +127,8 @@ bool cg_scratch_reserve(struct cg_scratch *sc, size_t bytes, cg_realloc_fn mem);
 void cg_scratch_push(struct cg_scratch *sc, const struct cg_op *op, uint64_t hash, cg_realloc_fn mem);
 void cg_scratch_op(const struct cg_scratch *sc, uint32_t i, struct cg_op *out);
 uint64_t cg_scratch_key(const struct cg_scratch *sc);
+/* The key a scratch holding the chunk's first m ops would have (m <= n). */
+uint64_t cg_chunk_prefix_key(const struct cg_chunk *t, uint32_t m);
 void cg_scratch_reset(struct cg_scratch *sc);
 /* Forget the first k ops (k < n): the rest is the chunk, with the key it would have had. */
 void cg_scratch_drop_front(struct cg_scratch *sc, uint32_t k);

@@ -18,8 +18,8 @@
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
 #define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
 #define CG_PLACE_SETTLED 3    /* runs by which a place's chunk leads another before it is trusted */
-#define CG_SPLITS 16  /* exposed chunks a stream cuts in two (cut_exposed), at most */
-#define CG_SPLIT_MIN 8  /* ops in each part, at least */
+#define CG_SPLITS 32  /* exposed chunks a stream cuts in two (cut_exposed), at most */
+#define CG_SPLIT_MIN 2  /* ops in each part, at least */
 #define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
 #define CG_LEARN_FIRST 64     /* learning chunks a stream finds by their first op (direct-mapped) */
 #define CG_HOLD_DECLINED 8    /* learning samples declined in a row after which a stream holds
@@ -85,7 +85,10 @@ struct cg_stream {
 	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
 	uint32_t len_max;           /* chunks are cut at this length (cfg.chunk_max, or less once
 	                               a short loop's whole unit was exposed) */
-	uint64_t split[CG_SPLITS];  /* op hashes chunks are cut after: exposed chunks' middles */
+	/* Where exposed chunks are cut (cut_exposed): after split_n[i] ops, where those ops are
+	 * the first half of the exposed chunk (their chunk key is split_key[i]). */
+	uint64_t split_key[CG_SPLITS];
+	uint32_t split_n[CG_SPLITS];
 	uint32_t nsplit;
 	uint64_t tick;              /* LRU clock */
 	uint64_t epoch;             /* program boundaries so far: instance positions restart */
@@ -937,11 +940,11 @@ static void drop_front(struct cg_stream *s, uint32_t k)
 	cg_scratch_drop_front(&s->sc, k);
 }
 
-/* Is an op of this hash where an exposed chunk was cut in two (cut_exposed)? */
-static bool split_after(const struct cg_stream *s, uint64_t hash)
+/* Is the chunk learned so far the first half of an exposed chunk (cut_exposed)? */
+static bool split_here(const struct cg_stream *s)
 {
 	for (uint32_t i = 0; i < s->nsplit; i++)
-		if (s->split[i] == hash)
+		if (s->split_n[i] == s->sc.n && s->split_key[i] == cg_scratch_key(&s->sc))
 			return true;
 	return false;
 }
@@ -1055,7 +1058,7 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	 * graphs of that part's length for good (a loop of one kernel in graphs of 18, not 32);
 	 * the part runs on to the next anchor cut, a unit later, and its front is dropped there. */
 	bool unit_cut = s->per.cut && !(s->per.unit && n < s->per.unit);
-	bool split = !s->per.unit && n >= CG_SPLIT_MIN && split_after(s, hash);
+	bool split = !s->per.unit && split_here(s);
 	bool ends = content || unit_cut || place || split || n >= s->len_max;
 	enum cg_verdict v = CG_PASS;
 	if (s->hold) {
@@ -1438,11 +1441,15 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s)
 	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
 }
 
-/* An exposed chunk (below) is learned again in two parts, cut after its middle op wherever an
- * op of that hash comes: the first part's graph starts on the GPU while the host still submits
- * the rest, and only the last part's time is waited for whole; that part is timed and judged as
- * a chunk of its own, and cut again if exposed in turn, down to CG_SPLIT_MIN ops. A short loop
- * whose whole unit is exposed (the loop is one chunk) is cut at half its unit's length. */
+/* An exposed chunk (below) is learned again in two parts, cut after its first half wherever
+ * those ops come as a chunk's first ones: the first part's graph starts on the GPU while the
+ * host still submits the rest, and only the last part's time is waited for whole; that part is
+ * timed and judged as a chunk of its own, and cut again if exposed in turn, down to
+ * CG_SPLIT_MIN ops, so that what stays eager before the wait is a few ops (a Python loop's last
+ * ops before `.item()`), not half a chunk. The cut is where that chunk's half ends, not after
+ * every op like its middle one: a kernel that recurs all over the loop would cut every chunk
+ * short. A short loop whose whole unit is exposed (the loop is one chunk) is cut at half its
+ * unit's length. */
 static void cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 {
 	if (t->n < 2 * CG_SPLIT_MIN)
@@ -1455,11 +1462,16 @@ static void cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 		}
 		return;
 	}
-	uint64_t middle = t->hash[t->n / 2 - 1];
-	if (s->nsplit < CG_SPLITS && !split_after(s, middle)) {
-		s->split[s->nsplit++] = middle;
-		ST(s, exposed_splits, 1);
-	}
+	if (s->nsplit >= CG_SPLITS)
+		return;
+	uint32_t half = t->n / 2;
+	uint64_t key = cg_chunk_prefix_key(t, half);
+	for (uint32_t i = 0; i < s->nsplit; i++)
+		if (s->split_n[i] == half && s->split_key[i] == key)
+			return;
+	s->split_key[s->nsplit] = key;
+	s->split_n[s->nsplit++] = half;
+	ST(s, exposed_splits, 1);
 }
 
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us)

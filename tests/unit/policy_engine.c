@@ -1009,7 +1009,7 @@ static void test_every_node_patched_judged_by_times(void **state)
  * only then. With a host that submits an op every 20 us (a Python loop: eager, each op would
  * have run while the host submitted the next), when its graph's GPU time is over the host time
  * the graph saves, it is not replayed
- * whole (EXPOSED) but learned again in two parts, cut after its middle op: the first part's
+ * whole (EXPOSED) but learned again in two parts, cut after its first half: the first part's
  * graph starts while the host submits the rest. The part the host waits for is judged on its
  * own; exposed in turn and too short to cut again, it stays eager. The same chunk before a
  * boundary the host does not wait at (an event record) keeps its graph. */
@@ -1035,7 +1035,7 @@ static void test_exposed_chunk_before_sync(void **state)
 		uint64_t before = stats(&r).ops_replayed;
 		iteration_to(&r, 0, end);
 		assert_int_equal(stats(&r).ops_replayed - before, LOOP);
-		/* The part waited for is the last half, exposed in turn: cut again while 16 ops or
+		/* The part waited for is the last half, exposed in turn: cut again while 4 ops or
 		 * more, else eager. */
 		uint32_t last = n, cuts = 1;
 		while (at_sync) {
@@ -1045,9 +1045,9 @@ static void test_exposed_chunk_before_sync(void **state)
 			for (int i = 0; i < 3; i++)
 				timing_pair(&r, r.fb.last_built_key, 2 * part_saved, 2 * part_saved);
 			assert_int_equal(stats(&r).chunks_disabled, cuts + 1);
-			cuts += last >= 16;
+			cuts += last >= 4;
 			assert_int_equal(stats(&r).exposed_splits, cuts);
-			if (last < 16)
+			if (last < 4)
 				break;
 			for (int it = 0; it < 4; it++)
 				iteration_to(&r, 0, end);
@@ -1061,6 +1061,66 @@ static void test_exposed_chunk_before_sync(void **state)
 		assert_int_equal(st.ops_replayed - st0.ops_replayed, 4 * LOOP - exposed);
 		rig_down(&r);
 	}
+}
+
+/* The loop of iteration_to, then from phase 2 on a stretch of 64 other ops up to another sync
+ * (an evaluation step), two of them launching op `of`'s kernel. */
+static void iteration_copying(struct rig *r, uint32_t of, int phase)
+{
+	iteration_to(r, 0, CG_R_SYNC);
+	for (uint32_t q = 0; phase == 2 && q < 64; q++) {
+		struct cg_op op = mkop(q == 20 || q == 40 ? of : 5000 + q, 1, 0x9000000 + q * 0x1000, 1);
+		submit_paced(r, 0, &op);
+	}
+	if (phase == 2)
+		fake_boundary(&r->fb, r->s[0], 0, CG_R_SYNC);
+}
+
+/* Graph launches in an iteration of the loop above once its stretch of other ops was learned,
+ * after the loop's last chunk was found exposed or not. */
+static uint64_t launches_after_relearning(uint32_t half_end, bool exposed)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	rig_paced(&r, 20000);
+	for (int it = 0; it < 4; it++)
+		iteration_copying(&r, half_end, 1);
+	uint32_t n = r.fb.last_built_ops;
+	double saved = n * 3.4 - 2.5;
+	for (int i = 0; exposed && i < 3; i++)
+		timing_pair(&r, r.fb.last_built_key, 2 * saved, 2 * saved);
+	assert_int_equal(stats(&r).exposed_splits, exposed);
+	for (int it = 0; it < 4; it++)  /* the exposed chunk's parts are learned */
+		iteration_copying(&r, half_end, 1);
+	if (exposed) {
+		assert_int_equal(r.fb.last_built_ops, n - n / 2);
+		for (int i = 0; i < 3; i++)  /* the part waited for stays graphed: not exposed */
+			timing_pair(&r, r.fb.last_built_key, 1.0, 1.0);
+	}
+	for (int it = 0; it < 4; it++)  /* the stretch is learned */
+		iteration_copying(&r, half_end, 2);
+	struct cg_stats st0 = stats(&r);
+	iteration_copying(&r, half_end, 2);
+	struct cg_stats st = stats(&r);
+	assert_int_equal(st.ops_replayed - st0.ops_replayed, LOOP + 64);
+	rig_down(&r);
+	return st.graph_launches - st0.graph_launches;
+}
+
+/* An exposed chunk is cut where its first half ends, not after every op launching the kernel
+ * its half ends with: two ops of a stretch learned after the cut launch that kernel too, and
+ * the stretch's chunks keep their length. The loop and the stretch replay in one graph per
+ * iteration more than without the cut, all their ops. */
+static void test_exposed_cut_only_there(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	for (int it = 0; it < 4; it++)
+		iteration_to(&r, 0, CG_R_SYNC);
+	uint32_t n = r.fb.last_built_ops, half_end = LOOP - n + n / 2 - 1;
+	rig_down(&r);
+	assert_int_equal(launches_after_relearning(half_end, true),
+	                 launches_after_relearning(half_end, false) + 1);
 }
 
 /* The same chunk with the host waiting after one iteration in ten (a copy to the host every 10
@@ -1476,6 +1536,7 @@ int main(void)
 		cmocka_unit_test(test_cost_gate_weighs_host_saving),
 		cmocka_unit_test(test_every_node_patched_judged_by_times),
 		cmocka_unit_test(test_exposed_chunk_before_sync),
+		cmocka_unit_test(test_exposed_cut_only_there),
 		cmocka_unit_test(test_exposed_now_and_then),
 		cmocka_unit_test(test_exposed_unit_cut_shorter),
 		cmocka_unit_test(test_exposure_follows_host_pace),
