@@ -1448,30 +1448,32 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s)
  * CG_SPLIT_MIN ops, so that what stays eager before the wait is a few ops (a Python loop's last
  * ops before `.item()`), not half a chunk. The cut is where that chunk's half ends, not after
  * every op like its middle one: a kernel that recurs all over the loop would cut every chunk
- * short. A short loop whose whole unit is exposed (the loop is one chunk) is cut at half its
- * unit's length. */
+ * short. A short loop with an exposed chunk (its whole unit, or a chunk learned before its
+ * period was found) is also cut at half its unit's length from then on, at its period's
+ * anchor, instead of at its units. */
 static void cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 {
 	if (t->n < 2 * CG_SPLIT_MIN)
 		return;
+	bool cut = false;
 	if (s->per.unit) {
-		if (t->n >= s->per.unit) {
-			cg_loop_no_units(&s->per);
-			s->len_max = t->n / 2;
-			ST(s, exposed_splits, 1);
-		}
-		return;
+		uint32_t unit = s->per.unit;
+		cg_loop_no_units(&s->per);
+		s->len_max = (t->n > unit ? t->n : unit) / 2;
+		cut = true;
 	}
-	if (s->nsplit >= CG_SPLITS)
-		return;
 	uint32_t half = t->n / 2;
 	uint64_t key = cg_chunk_prefix_key(t, half);
+	bool known = false;
 	for (uint32_t i = 0; i < s->nsplit; i++)
-		if (s->split_n[i] == half && s->split_key[i] == key)
-			return;
-	s->split_key[s->nsplit] = key;
-	s->split_n[s->nsplit++] = half;
-	ST(s, exposed_splits, 1);
+		known |= s->split_n[i] == half && s->split_key[i] == key;
+	if (!known && s->nsplit < CG_SPLITS) {
+		s->split_key[s->nsplit] = key;
+		s->split_n[s->nsplit++] = half;
+		cut = true;
+	}
+	if (cut)
+		ST(s, exposed_splits, 1);
 }
 
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us)

@@ -1149,6 +1149,16 @@ static void test_exposed_now_and_then(void **state)
 /* A loop of 42 ops is one unit, one chunk per iteration; with a sync after every iteration the
  * whole unit is exposed. It is not left eager whole: the loop is cut shorter from then on, and
  * the chunks before its last are replayed. (Before, every op of it ran eagerly.) */
+/* A loop of `period` ops launching kernels base, base + 1, ..., a sync after each iteration. */
+static void short_loop_based(struct rig *r, uint32_t base, uint32_t period)
+{
+	for (uint32_t p = 0; p < period; p++) {
+		struct cg_op op = mkop(base + p, 1, 0x7000000 + p * 0x1000, 1);
+		submit_paced(r, 0, &op);
+	}
+	fake_boundary(&r->fb, r->s[0], 0, CG_R_SYNC);
+}
+
 static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
 {
 	for (uint32_t p = 0; p < period; p++) {
@@ -1195,6 +1205,39 @@ static void test_cost_samples_eager_only_where_gate_could_act(void **state)
 		assert_int_equal(st.chunks_disabled, 0);
 		rig_down(&r);
 	}
+}
+
+/* A short loop whose chunks were learned before its period was found (with warmup 2, one of
+ * 22 ops and one of 20, the last) replays in those chunks, not in units. With its last chunk
+ * exposed, that chunk is cut in two as in any loop (the loop's units are given up, as where a
+ * whole unit is exposed), and the chunk the host waits for is its last 10 ops: judged again
+ * and not exposed, it keeps its graph, and every op replays. (Before, the loop kept its
+ * units, and the 20 ops ran eagerly for good.) */
+static void test_exposed_part_of_short_loop(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(2, 64), 1);
+	rig_paced(&r, 20000);
+	for (int it = 0; it < 4; it++)
+		short_loop_based(&r, 4000, 42);
+	assert_int_equal(r.fb.last_built_ops, 20);
+	assert_int_equal(r.fb.built, 2);
+	double saved = 20 * 3.4 - 2.5;
+	for (int i = 0; i < 3; i++)
+		timing_pair(&r, r.fb.last_built_key, 2 * saved, 2 * saved);
+	assert_int_equal(stats(&r).chunks_disabled, 1);
+	assert_int_equal(stats(&r).exposed_splits, 1);
+	for (int it = 0; it < 8; it++)
+		short_loop_based(&r, 4000, 42);
+	assert_int_equal(r.fb.last_built_ops, 10);
+	assert_int_equal(r.fb.built, 4);
+	for (int i = 0; i < 3; i++)  /* the half waited for: far under its saving, not exposed */
+		timing_pair(&r, r.fb.last_built_key, 0.5, 0.5);
+	uint64_t before = stats(&r).ops_replayed;
+	for (int it = 0; it < 10; it++)
+		short_loop_based(&r, 4000, 42);
+	assert_int_equal(stats(&r).ops_replayed - before, 10 * 42);
+	rig_down(&r);
 }
 
 static void test_exposed_unit_cut_shorter(void **state)
@@ -1538,6 +1581,7 @@ int main(void)
 		cmocka_unit_test(test_exposed_chunk_before_sync),
 		cmocka_unit_test(test_exposed_cut_only_there),
 		cmocka_unit_test(test_exposed_now_and_then),
+		cmocka_unit_test(test_exposed_part_of_short_loop),
 		cmocka_unit_test(test_exposed_unit_cut_shorter),
 		cmocka_unit_test(test_exposure_follows_host_pace),
 		cmocka_unit_test(test_max_graphs_evicts_lru),
