@@ -6,7 +6,8 @@
  * not; eager wins only with a median time per op lower by a margin, and the winner runs for a
  * while (longer each time the same mode wins again), then both are measured again: a job's
  * phases change. A standing decision is overturned by a clear difference, or by two full probes
- * in a row, never by a few noisy epochs. */
+ * in a row, never by a few noisy epochs; the trusted graphs, by a clear difference or one full
+ * probe. */
 #include <string.h>
 #include "policy/control.h"
 
@@ -157,6 +158,13 @@ static uint32_t hold_for_cost(const struct cg_control *c, bool defer)
 	return h >= CG_CONTROL_HOLD_MAX ? CG_CONTROL_HOLD_MAX : (uint32_t)h + 1;
 }
 
+/* The mode a probe may confirm on a few epochs but not overturn: the last decision's, and
+ * before the first, the graphs the trust ran. */
+static bool standing(const struct cg_control *c)
+{
+	return c->decisions ? c->last.defer : true;
+}
+
 /* Has the probe seen enough? Sets *defer and *clear when it has. */
 static bool probe_done(const struct cg_control *c, bool *defer, bool *clear)
 {
@@ -183,7 +191,7 @@ static bool probe_done(const struct cg_control *c, bool *defer, bool *clear)
 	bool d = !(me < mg * (1 - CG_CONTROL_MARGIN));
 	/* A few epochs of each mode may confirm the standing decision, not overturn it: a real
 	 * job's epochs differ by 10-20% from one to the next. */
-	if (!full && c->decisions && d != c->last.defer)
+	if (!full && d != standing(c))
 		return false;
 	*defer = d;
 	return true;

@@ -323,8 +323,26 @@ static void test_trust_is_bounded(void **state)
 	assert_true(trusted);
 	assert_int_equal(f.decisions, 1);
 	assert_false(f.last.defer);
-	/* 16 trusted epochs, then at most 7 of each mode, one interval each (3.3 ms) */
-	assert_true(f.intervals <= 1 + 16 + 2 * CG_CONTROL_SAMPLES);
+	/* 8 intervals to find the period, 16 trusted epochs, then 7 of each mode (not clearly
+	 * slower, the trusted graphs are overturned only on full samples), one interval each */
+	assert_true(f.intervals <= 8 + 16 + 2 * CG_CONTROL_SAMPLES);
+}
+
+/* The first probe after the trust: its first three epochs of each mode say eager by 5% (not
+ * clearly), the next four say graphs by 10%. A few epochs confirm the trusted graphs but do not
+ * overturn them: the probe runs to its full seven of each, whose medians keep the graphs. */
+static void test_first_probe_overturns_only_on_full_samples(void **state)
+{
+	struct feed f;
+	feed_init(&f);
+	while (!f.decisions && f.intervals < 1000) {
+		uint32_t k = f.c.phase == CG_CTL_PROBE ? f.c.nsample[f.c.defer] : 0;
+		feed_interval(&f, 300, k < 3 ? 10000 : 11000, k < 3 ? 10500 : 10000);
+	}
+	assert_int_equal(f.decisions, 1);
+	assert_true(f.last.defer);
+	assert_int_equal(f.last.eager_samples, CG_CONTROL_SAMPLES);
+	assert_int_equal(f.last.graph_samples, CG_CONTROL_SAMPLES);
 }
 
 /* Eager epochs before the graphs (learning) at 10 us per op, then graphs at 14 us: the second
@@ -667,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_phase_change_noticed),
 		cmocka_unit_test(test_trust_before_first_probe),
 		cmocka_unit_test(test_trust_is_bounded),
+		cmocka_unit_test(test_first_probe_overturns_only_on_full_samples),
 		cmocka_unit_test(test_trust_ends_when_clearly_slower),
 		cmocka_unit_test(test_trust_outlasts_one_slow_epoch),
 		cmocka_unit_test(test_trust_compares_whole_periods),
