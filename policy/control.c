@@ -63,7 +63,9 @@ void cg_control_summarize(const struct cg_control *c, struct cg_control_summary 
 {
 	*out = (struct cg_control_summary){ .defer = c->defer, .phase = c->phase,
 	                                    .decisions = c->decisions, .flips = c->flips,
-	                                    .last = c->last };
+	                                    .last = c->last, .trust_cut = c->trust_cut,
+	                                    .trust_cut_ns = c->slow_ns,
+	                                    .eager_ref_ns = c->eager_ref };
 }
 
 /* Smallest p whose repetition explains the latest intervals, or 0. */
@@ -262,11 +264,14 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 		 * eager epochs before the graphs end the trust. */
 		if (!graphed)
 			return false;
-		if (c->eager_ref && per_op * CG_CONTROL_CLEAR_EAGER > c->eager_ref)
+		if (c->eager_ref && per_op * CG_CONTROL_CLEAR_EAGER > c->eager_ref) {
 			c->slow++;
-		else
+			c->slow_ns = per_op;
+		} else {
 			c->slow = 0;
-		if (c->slow < CG_CONTROL_TRUST_SLOW && --c->hold)
+		}
+		c->trust_cut = c->slow >= CG_CONTROL_TRUST_SLOW;
+		if (!c->trust_cut && --c->hold)
 			return false;
 		c->hold = 0;
 		start_probe(c);

@@ -55,6 +55,8 @@ struct cg_control {
 	uint32_t period;
 	double eager_ref;           /* ns per op of the fastest epoch before graphs (0: none) */
 	uint32_t slow;              /* trusted epochs in a row clearly slower than eager_ref */
+	double slow_ns;             /* ns per op of the latest of them */
+	bool trust_cut;             /* the trust ended on such epochs, not by running out */
 	/* The current probe's epochs, ns per op and each epoch's length in ns, [0] eager,
 	 * [1] graphed. */
 	double sample[2][CG_CONTROL_SAMPLES];
@@ -72,6 +74,10 @@ struct cg_control_summary {
 	enum cg_control_phase phase;
 	uint32_t decisions, flips;
 	struct cg_control_decision last;   /* valid when decisions > 0 */
+	/* The trust ended early on clearly slower graphed epochs: the latest one's ns per op, and
+	 * the fastest eager epoch's before the graphs. */
+	bool trust_cut;
+	double trust_cut_ns, eager_ref_ns;
 };
 
 void cg_control_init(struct cg_control *c);

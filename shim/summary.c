@@ -84,6 +84,10 @@ static void json_control(struct cg_json *j)
 		cg_json_uint(j, "eager_epochs", c->last.eager_samples);
 		cg_json_uint(j, "graphed_epochs", c->last.graph_samples);
 	}
+	if (c->trust_cut) {
+		cg_json_double(j, "trust_cut_ns_per_op", c->trust_cut_ns);
+		cg_json_double(j, "eager_before_graphs_ns_per_op", c->eager_ref_ns);
+	}
 	cg_json_obj_end(j);
 }
 

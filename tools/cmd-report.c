@@ -139,13 +139,19 @@ static void cg_print_control(const struct cg_rfile *f)
 		       strcmp(phase, "waiting") == 0 ? "no epoch with graphs in use yet, or CUGRAFT_MEASURE=0" :
 		       strcmp(phase, "trusting") == 0 ? "graphs save much launch time; first probe not due yet" :
 		       "probe still running");
-		return;
+	} else {
+		double e = jv_num(jv_get(c, "eager_ns_per_op"), 0);
+		double g = jv_num(jv_get(c, "graphed_ns_per_op"), 0);
+		printf(" · measured %.0f ns per op graphed vs %.0f eager (%.3fx) over %.0f+%.0f epochs · "
+		       "%.0f decisions, %.0f changed\n", g, e, g > 0 ? e / g : 0,
+		       jv_num(jv_get(c, "graphed_epochs"), 0), jv_num(jv_get(c, "eager_epochs"), 0),
+		       decisions, jv_num(jv_get(c, "changes"), 0));
 	}
-	double e = jv_num(jv_get(c, "eager_ns_per_op"), 0), g = jv_num(jv_get(c, "graphed_ns_per_op"), 0);
-	printf(" · measured %.0f ns per op graphed vs %.0f eager (%.3fx) over %.0f+%.0f epochs · "
-	       "%.0f decisions, %.0f changed\n", g, e, g > 0 ? e / g : 0,
-	       jv_num(jv_get(c, "graphed_epochs"), 0), jv_num(jv_get(c, "eager_epochs"), 0),
-	       decisions, jv_num(jv_get(c, "changes"), 0));
+	const struct jv *cut = jv_get(c, "trust_cut_ns_per_op");
+	if (cut)
+		printf("             first probe early: graphed epochs at %.0f ns per op, clearly over "
+		       "%.0f eager before the graphs\n", jv_num(cut, 0),
+		       jv_num(jv_get(c, "eager_before_graphs_ns_per_op"), 0));
 }
 
 static void cg_print_collectives(const struct cg_merged *m)

@@ -20,6 +20,7 @@ expect "$out" "replayed   90.0% of 1000 ops from graphs (15 graph launches, 16 g
 expect "$out" "fallbacks  sync 7 · divergence 2"
 expect "$out" "deferral   eager · measured 5600 ns per op graphed vs 5100 eager (0.911x) over 5+5 epochs · 3 decisions, 1 changed"
 expect "$out" "deferral   graphs (not measured: no epoch with graphs in use yet, or CUGRAFT_MEASURE=0)"
+expect "$out" "first probe early: graphed epochs at 7200 ns per op, clearly over 5000 eager before the graphs"
 expect "$out" "first sync: cuStreamSynchronize on stream 1 at op 301"
 expect "$out" "at train_step+0x1c4 (trainer)"
 expect "$out" "first divergence: cuLaunchKernel on stream 1 at op 77 (kernel softmax_fwd)"
