@@ -52,8 +52,8 @@ struct cg_chunk {
 	unsigned char *xargs;          /* held arguments of the extra instances, args bytes each */
 	uint64_t last_used;       /* stream tick of its last build or launch, for LRU eviction */
 	/* GPU time of the cost gate's samples read back: the least of each kind, since a sample
-	 * can only come out longer than the work (other streams' kernels running alongside, the
-	 * GPU clocking up), never shorter */
+	 * can only come out longer than the work (other streams' kernels running alongside, a
+	 * GPU not yet at its clocks), never shorter */
 	double eager_us, graph_us;
 	uint32_t eager_n, graph_n;     /* and how many */
 	uint8_t timed_eager, timed_graph, timing_asks;  /* runs sampled for the cost gate, asks */

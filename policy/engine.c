@@ -84,7 +84,7 @@ struct cg_stream {
 	enum cg_reason why;         /* why the learning chunk runs eagerly (NONE: decided at the cut) */
 	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
 	uint32_t len_max;           /* chunks are cut at this length (cfg.chunk_max, or less once
-	                               a short loop's whole unit was exposed) */
+	                               a short loop had a chunk exposed) */
 	/* Where exposed chunks are cut (cut_exposed): after split_n[i] ops, where those ops are
 	 * the first half of the exposed chunk (their chunk key is split_key[i]). */
 	uint64_t split_key[CG_SPLITS];

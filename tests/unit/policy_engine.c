@@ -1146,26 +1146,19 @@ static void test_exposed_now_and_then(void **state)
 	rig_down(&r);
 }
 
-/* A loop of 42 ops is one unit, one chunk per iteration; with a sync after every iteration the
- * whole unit is exposed. It is not left eager whole: the loop is cut shorter from then on, and
- * the chunks before its last are replayed. (Before, every op of it ran eagerly.) */
-/* A loop of `period` ops launching kernels base, base + 1, ..., a sync after each iteration. */
-static void short_loop_based(struct rig *r, uint32_t base, uint32_t period)
+/* A loop of `period` ops launching kernels base, base + 1, ..., each iteration ended by `why`. */
+static void short_loop_from(struct rig *r, uint32_t base, uint32_t period, enum cg_reason why)
 {
 	for (uint32_t p = 0; p < period; p++) {
 		struct cg_op op = mkop(base + p, 1, 0x7000000 + p * 0x1000, 1);
 		submit_paced(r, 0, &op);
 	}
-	fake_boundary(&r->fb, r->s[0], 0, CG_R_SYNC);
+	fake_boundary(&r->fb, r->s[0], 0, why);
 }
 
 static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
 {
-	for (uint32_t p = 0; p < period; p++) {
-		struct cg_op op = mkop(1000 + p, 1, 0x7000000 + p * 0x1000, 1);
-		submit_paced(r, 0, &op);
-	}
-	fake_boundary(&r->fb, r->s[0], 0, why);
+	short_loop_from(r, 1000, period, why);
 }
 
 /* Eager samples from occurrences that could have been replayed only where the gate could act
@@ -1219,7 +1212,7 @@ static void test_exposed_part_of_short_loop(void **state)
 	rig_up(&r, config(2, 64), 1);
 	rig_paced(&r, 20000);
 	for (int it = 0; it < 4; it++)
-		short_loop_based(&r, 4000, 42);
+		short_loop_from(&r, 4000, 42, CG_R_SYNC);
 	assert_int_equal(r.fb.last_built_ops, 20);
 	assert_int_equal(r.fb.built, 2);
 	double saved = 20 * 3.4 - 2.5;
@@ -1228,18 +1221,21 @@ static void test_exposed_part_of_short_loop(void **state)
 	assert_int_equal(stats(&r).chunks_disabled, 1);
 	assert_int_equal(stats(&r).exposed_splits, 1);
 	for (int it = 0; it < 8; it++)
-		short_loop_based(&r, 4000, 42);
+		short_loop_from(&r, 4000, 42, CG_R_SYNC);
 	assert_int_equal(r.fb.last_built_ops, 10);
 	assert_int_equal(r.fb.built, 4);
 	for (int i = 0; i < 3; i++)  /* the half waited for: far under its saving, not exposed */
 		timing_pair(&r, r.fb.last_built_key, 0.5, 0.5);
 	uint64_t before = stats(&r).ops_replayed;
 	for (int it = 0; it < 10; it++)
-		short_loop_based(&r, 4000, 42);
+		short_loop_from(&r, 4000, 42, CG_R_SYNC);
 	assert_int_equal(stats(&r).ops_replayed - before, 10 * 42);
 	rig_down(&r);
 }
 
+/* A loop of 42 ops is one unit, one chunk per iteration; with a sync after every iteration the
+ * whole unit is exposed. It is not left eager whole: the loop is cut shorter from then on, and
+ * the chunks before its last are replayed. (Before, every op of it ran eagerly.) */
 static void test_exposed_unit_cut_shorter(void **state)
 {
 	struct rig r;
