@@ -2,7 +2,8 @@
  * chunks of a loop align by themselves, whatever its period or prologue); a chunk seen `warmup`
  * times gets a graph. Replay: ops that match an armed chunk are deferred until it is complete,
  * then its graph is launched with the changed arguments patched in. Anything else runs eagerly,
- * in order, and is counted by reason. */
+ * in order, and is counted by reason. A stream's state and the primitives this builds on are in
+ * stream.h and stream.c; the cost gate's samples in samples.c. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,109 +14,12 @@
 #include "policy/engine.h"
 #include "policy/gate.h"
 #include "policy/loop.h"
+#include "policy/samples.h"
+#include "policy/stream.h"
 
-#define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
-#define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
 #define CG_PLACE_SETTLED 3    /* runs by which a place's chunk leads another before it is trusted */
-#define CG_SPLITS 32  /* exposed chunks a stream cuts in two (cut_exposed), at most */
-#define CG_SPLIT_MIN 2  /* ops in each part, at least */
 #define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
-#define CG_LEARN_FIRST 64     /* learning chunks a stream finds by their first op (direct-mapped) */
-#define CG_HOLD_DECLINED 8    /* learning samples declined in a row after which a stream holds
-                                 chunks for them again only after CG_HOLD_SKIP it could have */
-#define CG_HOLD_SKIP 64
-
-struct cg_engine {
-	struct cg_engine_config cfg;
-	struct cg_gate_costs gate;  /* the cost gate's view of cfg */
-	cg_realloc_fn mem;
-	uint32_t chunk_min;
-	uint64_t cdc_below;     /* cut where (hash >> 32) < cdc_below: probability 1 / cdc_mod */
-	const struct cg_backend *be;
-	void *be_ctx;
-	uint64_t (*now_ns)(void);
-	uint64_t graphs_alive;  /* atomic: all streams build against max_graphs */
-	pthread_mutex_t lock;   /* guards the stream list, `retired` and `sites` */
-	struct cg_stream *streams;
-	struct cg_stats retired; /* counters of freed streams */
-	struct cg_divergence_site sites[CG_SITES];  /* (count 0: free) */
-	/* The deferral controller (control.h), guarded by ctl_lock; the hot path reads only the
-	 * atomics below it. */
-	pthread_mutex_t ctl_lock;
-	struct cg_control ctl;
-	uint64_t ctl_base;       /* all streams' ops (st.ops, retired included) before the
-	                            current interval began; under ctl_lock */
-	uint64_t ctl_wait_ns;    /* atomic: the latest wait for the GPU since (0: none) */
-	bool ctl_defer;          /* atomic: ctl.defer */
-	bool ctl_probing;        /* atomic: ctl.phase == CG_CTL_PROBE */
-	bool launched;           /* atomic: a graph has been launched */
-	uint64_t timed;          /* atomic: runs timed for the cost gate so far */
-	uint64_t ctl_timed;      /* `timed` when the controller last looked */
-	uint64_t built;          /* atomic: graphs built so far (each costs its build once) */
-	uint64_t ctl_built;      /* `built` when the controller last looked */
-};
-
-struct cg_stream {
-	struct cg_engine *e;
-	void *be_stream;
-	uint64_t id;
-	uint64_t op_index;          /* ops submitted on this stream so far */
-	uint64_t chunk_first;       /* op index of the current chunk's first op */
-	struct cg_scratch sc;       /* the current chunk */
-	bool deferring;             /* all of sc is deferred and a prefix of every candidate */
-	struct cg_chunk *hold;      /* all of sc is held back, a prefix of this learning chunk, for
-	                               an eager sample (learn_sample) */
-	struct cg_chunk *learn_first[CG_LEARN_FIRST];  /* learning chunks, by their first op */
-	uint32_t declined;          /* learning samples the backend declined in a row */
-	uint32_t hold_skip;         /* chunk starts to let pass before holding one again */
-	struct cg_chunk **cand;
-	uint32_t ncand, cand_cap;
-	struct cg_chunk *complete;  /* the armed chunk sc equals exactly, if any */
-	struct cg_chunk *expect;    /* the candidate that ran at this place before (places) */
-	struct cg_chunk *rest;      /* an armed chunk a boundary cut short after its op rest_at: the
-	                               ops after the boundary may be its rest; while deferring, sc
-	                               is deferred as its ops from rest_at on (no candidates) */
-	uint32_t rest_at;
-	uint64_t place;             /* where the current chunk runs (0: unknown) */
-	bool place_unsure;          /* a flush cut the current chunk, not the program */
-	const struct cg_chunk *eager_place;  /* the chunk of this place, running eagerly */
-	struct cg_places places;    /* which chunks ran where */
-	enum cg_reason why;         /* why the learning chunk runs eagerly (NONE: decided at the cut) */
-	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
-	uint32_t len_max;           /* chunks are cut at this length (cfg.chunk_max, or less once
-	                               a short loop had a chunk exposed) */
-	/* Where exposed chunks are cut (cut_exposed): after split_n[i] ops, where those ops are
-	 * the first half of the exposed chunk (their chunk key is split_key[i]). */
-	uint64_t split_key[CG_SPLITS];
-	uint32_t split_n[CG_SPLITS];
-	uint32_t nsplit;
-	uint64_t tick;              /* LRU clock */
-	uint64_t epoch;             /* program boundaries so far: instance positions restart */
-	uint32_t timeouts;          /* deferrals that hit the budget */
-	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
-	bool at_boundary;           /* no op since the last boundary (or since it was made) */
-	uint64_t budget_ns;         /* atomic: the deferral budget (0: the shim's own) */
-	uint64_t budget_peak;       /* longest deferral that completed, over budget_runs */
-	uint32_t budget_runs;
-	struct cg_index ix;
-	struct cg_loop per;       /* where this stream's loop is cut */
-	bool length_cut;            /* the chunk being cut reached chunk_max (not pinned) */
-	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
-	uint8_t fallback_events[CG_R_COUNT];
-	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
-	struct cg_stats st;         /* one writer (the lock holder), read by cg_engine_stats */
-	uint64_t ctl_next;          /* st.ops at which control_op next counts every stream's ops */
-	struct cg_stream *prev, *next;
-};
-
-/* Counters are single-writer: a relaxed load and store (no locked instruction on the hot path)
- * keeps concurrent reads from cg_engine_stats well-defined. */
-static inline void stat_add(uint64_t *c, uint64_t v)
-{
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
-}
-#define ST(s, field, v) stat_add(&(s)->st.field, (v))
 
 static void *libc_realloc(void *p, size_t n)
 {
@@ -136,359 +40,11 @@ void cg_engine_config_default(struct cg_engine_config *cfg)
 	};
 }
 
-/* ---- events and reasons ---------------------------------------------------------------- */
-
-static void emit(struct cg_stream *s, struct cg_event ev)
+double cg_engine_launch_saved_us(const struct cg_engine_config *cfg, double ops,
+                                 double graph_launches)
 {
-	if (!s->e->be->event)
-		return;
-	ev.stream_id = s->id;
-	s->e->be->event(s->e->be_ctx, &ev);
-}
-
-/* `n` ops ran eagerly because of `r`; `ev` says where (kind and reason are filled in here).
- * An incident is reported once: the rest of a chunk that diverged is only counted. */
-static void fallback(struct cg_stream *s, enum cg_reason r, uint32_t n, bool report,
-                     struct cg_event ev)
-{
-	ST(s, fallbacks[r], n);
-	if (!report || s->fallback_events[r] >= CG_FALLBACK_EVENTS)
-		return;
-	s->fallback_events[r]++;
-	ev.kind = CG_EV_FALLBACK;
-	ev.reason = r;
-	emit(s, ev);
-}
-
-/* `cost`: what the chunk's timing showed, where that decided (else NULL). */
-static void chunk_event_costed(struct cg_stream *s, enum cg_event_kind kind, enum cg_reason r,
-                               const struct cg_chunk *t, const struct cg_chunk_cost *cost)
-{
-	emit(s, (struct cg_event){ .kind = kind, .reason = r, .op_index = s->chunk_first,
-	                           .chunk_ops = t->n, .chunk_key = t->key, .cost = cost });
-}
-
-static void chunk_event(struct cg_stream *s, enum cg_event_kind kind, enum cg_reason r,
-                        const struct cg_chunk *t)
-{
-	chunk_event_costed(s, kind, r, t, NULL);
-}
-
-/* ---- places ---------------------------------------------------------------------------- */
-
-/* Boundaries, or a long loop's iterations, restart the count of a chunk's ends (as its
- * instances, pick_instance). */
-static uint64_t place_epoch(const struct cg_stream *s)
-{
-	return s->epoch + (s->per.period >= s->e->cfg.chunk_max ? s->per.iterations : 0);
-}
-
-/* The current chunk ended as `t` (NULL: no template): it ran at this place, and the next chunk
- * runs at the place after it. */
-static void chunk_ended(struct cg_stream *s, struct cg_chunk *t)
-{
-	if (!t) {
-		s->place = 0;
-		s->place_unsure = false;
-		s->eager_place = NULL;
-		return;
-	}
-	if (s->place && !s->place_unsure)
-		cg_places_note(&s->places, s->place, t->key, s->ix.nchunks, s->e->mem);
-	s->place_unsure = false;
-	s->eager_place = NULL;
-	uint64_t epoch = place_epoch(s);
-	if (t->ends_epoch != epoch) {
-		t->ends_epoch = epoch;
-		t->ends = 0;
-	}
-	/* (a loop of one short chunk and no boundary: its places stop multiplying) */
-	s->place = cg_place_after(t->key, t->ends < 255 ? t->ends++ : 255);
-}
-
-/* The learning chunk started where deferral was not worth it, `eager_place` being the chunk
- * that runs there: it ends where that chunk ends, as it would have deferred (a boundary that
- * comes only while work is pending, such as stream ordering, would have cut it there). */
-static bool place_chunk_ends(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
-{
-	const struct cg_chunk *t = s->eager_place;
-	uint32_t i = s->sc.n - 1;
-	if (!t)
-		return false;
-	if (i >= t->n || !cg_chunk_op_matches(t, i, op, hash)) {
-		s->eager_place = NULL;
-		return false;
-	}
-	return i + 1 == t->n;
-}
-
-/* ---- the current chunk ----------------------------------------------------------------- */
-
-static void push(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
-{
-	if (!s->sc.n)
-		s->chunk_first = s->op_index - 1;
-	cg_scratch_push(&s->sc, op, hash, s->e->mem);
-}
-
-static void chunk_reset(struct cg_stream *s)
-{
-	cg_scratch_reset(&s->sc);
-	s->why = CG_R_NONE;
-	s->passed = 0;
-}
-
-static void stop_deferring(struct cg_stream *s)
-{
-	s->deferring = false;
-	s->ncand = 0;
-	s->complete = NULL;
-	s->expect = NULL;
-	s->rest = NULL;
-	__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
-}
-
-/* Submit the deferred ops eagerly, in order. They stay in the scratch as the beginning of a
- * chunk being learned (unless the caller resets it). */
-static void run_deferred(struct cg_stream *s)
-{
-	const struct cg_engine *e = s->e;
-	uint32_t n = s->sc.n;
-	for (uint32_t i = 0; i < n; i++) {
-		struct cg_op op;
-		cg_scratch_op(&s->sc, i, &op);
-		/* The program was told its launch succeeded; a driver error now has nobody to go
-		 * to, exactly as with an asynchronous kernel fault. */
-		e->be->eager(e->be_ctx, s->be_stream, &op, NULL);
-	}
-	ST(s, ops_eager, n);
-	ST(s, ops_flushed, n);
-	stop_deferring(s);
-}
-
-static void submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event ev)
-{
-	uint32_t n = s->sc.n;
-	run_deferred(s);
-	fallback(s, r, n, true, ev);
-}
-
-/* The held ops run eagerly now, in order, and count as if the program had passed them (the
- * chunk being learned goes on as it would have): all of them, or all but the latest when the
- * caller is to submit that one itself (`keep_last`). */
-static void release_hold(struct cg_stream *s, bool keep_last)
-{
-	const struct cg_engine *e = s->e;
-	uint32_t n = s->sc.n - (keep_last ? 1 : 0);
-	for (uint32_t i = 0; i < n; i++) {
-		struct cg_op op;
-		cg_scratch_op(&s->sc, i, &op);
-		e->be->eager(e->be_ctx, s->be_stream, &op, NULL);
-	}
-	ST(s, ops_eager, s->sc.n);
-	ST(s, ops_flushed, n);
-	s->passed = s->sc.n;
-	s->hold = NULL;
-	__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
-}
-
-/* ---- graphs ----------------------------------------------------------------------------- */
-
-/* Every instance's graph (through the backend unless the driver is gone). */
-static void destroy_instances(struct cg_stream *s, struct cg_chunk *t, bool driver_gone)
-{
-	const struct cg_engine *e = s->e;
-	if (!t->graph)
-		return;
-	if (!driver_gone) {
-		e->be->destroy(e->be_ctx, t->graph);
-		for (uint32_t k = 1; k < t->ninst; k++)
-			e->be->destroy(e->be_ctx, t->xgraph[k - 1]);
-	}
-	__atomic_fetch_sub(&s->e->graphs_alive, t->ninst, __ATOMIC_RELAXED);
-	t->graph = NULL;
-	t->ninst = 0;
-}
-
-static void drop_graph(struct cg_stream *s, struct cg_chunk *t)
-{
-	if (t->state == CG_CHUNK_ARMED)
-		cg_index_disarm(&s->ix, t);
-	destroy_instances(s, t, false);
-	/* A chunk that loses its graph can no longer be launched for the deferred ops. */
-	uint32_t kept = 0;
-	for (uint32_t i = 0; i < s->ncand; i++)
-		if (s->cand[i] != t)
-			s->cand[kept++] = s->cand[i];
-	s->ncand = kept;
-	if (s->complete == t)
-		s->complete = NULL;
-	if (s->expect == t)
-		s->expect = NULL;
-}
-
-static void disable_costed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r,
-                           const struct cg_chunk_cost *cost)
-{
-	if (t->graph)
-		drop_graph(s, t);
-	t->state = CG_CHUNK_DISABLED;
-	t->why = r;
-	ST(s, chunks_disabled, 1);
-	chunk_event_costed(s, CG_EV_CHUNK_DISABLED, r, t, cost);
-}
-
-static void disable(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r)
-{
-	disable_costed(s, t, r, NULL);
-}
-
-/* A graph API failed for this chunk: back off exponentially, give up after fail_limit. */
-static void chunk_failed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r)
-{
-	if (t->graph)
-		drop_graph(s, t);
-	t->why = r;
-	if (++t->fails >= s->e->cfg.fail_limit) {
-		disable(s, t, CG_R_DISABLED);
-		return;
-	}
-	t->state = CG_CHUNK_BACKOFF;
-	t->skip = 1u << (t->fails < 31 ? t->fails : 31);
-}
-
-/* Take a slot under max_graphs. When full, evict this stream's least recently launched graph:
- * other streams' graphs are guarded by their own locks, so they are out of reach. */
-static bool reserve_graph(struct cg_stream *s, const struct cg_chunk *keep)
-{
-	struct cg_engine *e = s->e;
-	if (__atomic_fetch_add(&e->graphs_alive, 1, __ATOMIC_RELAXED) < e->cfg.max_graphs)
-		return true;
-	struct cg_chunk *lru = NULL;
-	for (uint32_t i = 0; i <= s->ix.key_mask; i++) {
-		struct cg_chunk *t = s->ix.by_key[i];
-		if (t && t != keep && t->state == CG_CHUNK_ARMED && (!lru || t->last_used < lru->last_used))
-			lru = t;
-	}
-	if (!lru) {
-		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
-		return false;
-	}
-	drop_graph(s, lru);
-	lru->state = CG_CHUNK_IDLE;
-	ST(s, graphs_evicted, 1);
-	chunk_event(s, CG_EV_EVICTED, CG_R_MAX_GRAPHS, lru);
-	return true;
-}
-
-/* Build the chunk's graph from the occurrence in the scratch (which already ran eagerly).
- * Returns NONE, or why it has no graph. */
-static enum cg_reason build(struct cg_stream *s, struct cg_chunk *t, const char **detail)
-{
-	struct cg_engine *e = s->e;
-	if (!reserve_graph(s, NULL))
-		return CG_R_MAX_GRAPHS;
-	for (uint32_t i = 0; i < t->n; i++)
-		cg_scratch_op(&s->sc, i, &s->ops[i]);
-	void *graph = NULL;
-	if (e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, detail) != 0) {
-		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
-		emit(s, (struct cg_event){ .kind = CG_EV_BUILD_FAILED, .reason = CG_R_BUILD_FAILED,
-		                           .op_index = s->chunk_first, .chunk_ops = t->n,
-		                           .chunk_key = t->key, .detail = *detail });
-		chunk_failed(s, t, CG_R_BUILD_FAILED);
-		return CG_R_BUILD_FAILED;
-	}
-	if (!cg_index_arm(&s->ix, t)) {
-		e->be->destroy(e->be_ctx, graph);
-		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
-		return CG_R_NO_MEMORY;
-	}
-	t->graph = graph;
-	t->ninst = 1;
-	t->state = CG_CHUNK_ARMED;
-	t->last_used = ++s->tick;
-	cg_chunk_hold_args(t, &s->sc);
-	ST(s, graphs_built, 1);
-	__atomic_fetch_add(&e->built, 1, __ATOMIC_RELAXED);
-	chunk_event(s, CG_EV_GRAPH_BUILT, CG_R_NONE, t);
-	return CG_R_NONE;
-}
-
-/* One more occurrence of `t` ran eagerly (learning), its content seen `sightings` times in
- * the loop so far (loop.h): advance its state. Returns the reason its ops ran eagerly. */
-static enum cg_reason learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sightings,
-                              const char **detail)
-{
-	const struct cg_engine_config *cfg = &s->e->cfg;
-	enum cg_reason r;
-
-	switch (t->state) {
-	case CG_CHUNK_LEARNING:
-		cg_chunk_note_args(t, &s->sc);
-		t->seen = t->seen + 1 > sightings ? t->seen + 1 : sightings;
-		if (t->seen < cfg->warmup)
-			return CG_R_LEARNING;
-		t->state = CG_CHUNK_IDLE;
-		uint64_t constant, changing;
-		cg_chunk_arg_words(t, &constant, &changing);
-		ST(s, chunks_learned, 1);
-		ST(s, arg_words_constant, constant);
-		ST(s, arg_words_changing, changing);
-		chunk_event(s, CG_EV_CHUNK_ARMED, CG_R_NONE, t);
-		__attribute__((fallthrough));  /* build it now */
-	case CG_CHUNK_IDLE:
-		if (cfg->record_only)
-			return CG_R_LEARNING;
-		r = build(s, t, detail);
-		return r ? r : CG_R_LEARNING;
-	case CG_CHUNK_BACKOFF:
-		if (t->skip) {
-			t->skip--;
-			return t->why;
-		}
-		r = build(s, t, detail);
-		return r ? r : t->why;
-	case CG_CHUNK_ARMED:
-		/* Armed, yet learned: its start was not a chunk start (a divergence or a flush). */
-		return CG_R_LEARNING;
-	case CG_CHUNK_DISABLED:
-		return t->why;
-	}
-	return CG_R_LEARNING;
-}
-
-/* End the learning chunk: find or add its template, let it advance, count its eager ops.
- * `latest`: the chunk ends with the latest op the loop detector saw (not so after a divergence,
- * whose op is not part of it), so the loop can say how often it occurred already. */
-static void cut(struct cg_stream *s, bool learn, bool latest)
-{
-	struct cg_scratch *sc = &s->sc;
-	cg_loop_chunk_end(&s->per, !s->length_cut);
-	s->length_cut = false;
-	if (!sc->n)
-		return;
-	enum cg_reason r = sc->lossy ? CG_R_NO_MEMORY : CG_R_LEARNING;
-	const char *detail = NULL;
-	struct cg_chunk *t = NULL;
-	if (learn && !sc->lossy) {
-		t = cg_index_find(&s->ix, sc);
-		if (!t)
-			t = cg_index_add(&s->ix, sc);
-		if (t)
-			r = learned(s, t, latest ? cg_loop_sightings(&s->per, sc->n) : 1, &detail);
-		/* Seen now: its next sightings can be held for an eager sample (start_hold). */
-		if (t && t->state == CG_CHUNK_LEARNING)
-			s->learn_first[t->hash[0] % CG_LEARN_FIRST] = t;
-	}
-	bool report = s->why == CG_R_NONE;
-	if (!report)
-		r = s->why;
-	if (s->passed)
-		fallback(s, r, s->passed, report, (struct cg_event){ .op_index = s->chunk_first,
-		         .chunk_ops = sc->n, .chunk_key = t ? t->key : 0, .detail = detail });
-	chunk_ended(s, learn ? t : NULL);
-	chunk_reset(s);
+	struct cg_gate_costs c = cg_gate_costs_of(cfg);
+	return cg_gate_launch_saved_us(&c, ops, graph_launches);
 }
 
 /* ---- replay ----------------------------------------------------------------------------- */
@@ -498,7 +54,7 @@ static void cut(struct cg_stream *s, bool learn, bool latest)
 static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 {
 	struct cg_engine *e = s->e;
-	if (!reserve_graph(s, t))
+	if (!cg_reserve_graph(s, t))
 		return false;
 	size_t args = t->args_off[t->n];
 	void **xg = e->mem(t->xgraph, t->ninst * sizeof(*xg));
@@ -513,7 +69,7 @@ static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 		cg_scratch_op(&s->sc, i, &s->ops[i]);
 	if (!xa || e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, &detail) != 0) {
 		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
-		emit(s, (struct cg_event){ .kind = CG_EV_BUILD_FAILED, .reason = CG_R_BUILD_FAILED,
+		cg_emit(s, (struct cg_event){ .kind = CG_EV_BUILD_FAILED, .reason = CG_R_BUILD_FAILED,
 		                           .op_index = s->chunk_first, .chunk_ops = t->n,
 		                           .chunk_key = t->key, .detail = detail });
 		return false;
@@ -551,74 +107,6 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 	return k % t->ninst;
 }
 
-/* The cost gate's samples (gate.h judges them), timed by the backend on the GPU and returned
- * through cg_stream_timing. Eager ones come first from the chunk's last sightings while it is
- * learned, which run eagerly anyway: their ops are held back (start_hold) and, once the
- * occurrence is complete, submitted in a burst between the backend's events (learn_sample), up
- * to cg_gate_eager_samples() of them, never its first sighting (cold: module loads, first
- * launches). Once its graph has run (its first launch uploads it), the graph's next occurrences are
- * timed, up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the
- * backend declined, a flush or a divergence released the held ops, the loop detector learned
- * the chunk at once), occurrences that could have been replayed run eagerly for them
- * (eager_sample), alternating with the graph's, only while the graph's time says the gate
- * could act on it (each costs the replay of an occurrence). Either way the ops are exactly the
- * program's, run once, in order. The backend may decline a sample (busy, or timing failed): a
- * chunk asks only so often. A sample taken is waited for (up to CG_TIMING_WAIT launches, should
- * it never come back) before the next: it may show the next unneeded. */
-#define CG_TIMING_ASKS 12
-#define CG_TIMING_WAIT 16
-
-enum timing { UNTIMED, TIME_EAGER, TIME_GRAPH };
-
-static struct cg_gate_costs gate_costs(const struct cg_engine_config *cfg)
-{
-	return (struct cg_gate_costs){ cfg->launch_host_us, cfg->graph_launch_host_us, cfg->warmup };
-}
-
-double cg_engine_launch_saved_us(const struct cg_engine_config *cfg, double ops,
-                                 double graph_launches)
-{
-	struct cg_gate_costs c = gate_costs(cfg);
-	return cg_gate_launch_saved_us(&c, ops, graph_launches);
-}
-
-static enum timing timing_wanted(struct cg_stream *s, struct cg_chunk *t)
-{
-	if (!s->e->be->time_begin || !t->launched || t->timing_asks >= CG_TIMING_ASKS ||
-	    t->timing_done)
-		return UNTIMED;
-	if (t->timed_eager + t->timed_graph > t->eager_n + t->graph_n &&
-	    t->launched < t->timed_at + CG_TIMING_WAIT)
-		return UNTIMED;  /* a sample is out */
-	bool eager = t->timed_eager < cg_gate_eager_samples(&s->e->gate) &&
-	             cg_gate_plausible(&s->e->gate, t) &&
-	             (t->timed_eager < t->timed_graph || t->timed_graph >= CG_TIMING_SAMPLES);
-	if (!eager && t->timed_graph >= CG_TIMING_SAMPLES)
-		return UNTIMED;
-	t->timing_asks++;
-	return eager ? TIME_EAGER : TIME_GRAPH;
-}
-
-/* A timed eager run of the deferred ops, which are exactly `t`. False: the backend declined. */
-static bool eager_sample(struct cg_stream *s, struct cg_chunk *t)
-{
-	const struct cg_engine *e = s->e;
-	if (!e->be->time_begin(e->be_ctx, s->be_stream, t->key, false))
-		return false;
-	run_deferred(s);
-	e->be->time_end(e->be_ctx, s->be_stream, true);
-	__atomic_fetch_add(&s->e->timed, 1, __ATOMIC_RELAXED);
-	t->timed_eager++;
-	t->timed_at = t->launched;
-	t->last_used = ++s->tick;
-	fallback(s, CG_R_COST_SAMPLE, t->n, false, (struct cg_event){ 0 });
-	chunk_ended(s, t);
-	chunk_reset(s);
-	return true;
-}
-
-/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
- * launch it. On failure nothing ran, so the ops go eagerly, in order. */
 /* ---- the deferral budget ------------------------------------------------------------------ */
 
 #define BUDGET_WINDOW 64   /* completed deferrals over which the budget may come down */
@@ -674,8 +162,8 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 	uint32_t k = pick_instance(s, t);
 	unsigned char *inst_args = cg_chunk_inst_args(t, k);
 	void *graph = k ? t->xgraph[k - 1] : t->graph;
-	enum timing timing = timing_wanted(s, t);
-	if (timing == TIME_EAGER && eager_sample(s, t))
+	enum timing timing = cg_timing_wanted(s, t);
+	if (timing == TIME_EAGER && cg_eager_sample(s, t))
 		return;
 
 	for (uint32_t i = 0; i < t->n; i++) {
@@ -704,9 +192,9 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 	}
 	ST(s, patches, patched);
 	if (r) {
-		submit_deferred(s, r, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = t->n,
+		cg_submit_deferred(s, r, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = t->n,
 		                                         .chunk_key = t->key, .detail = detail });
-		chunk_failed(s, t, r);
+		cg_chunk_failed(s, t, r);
 	} else {
 		ST(s, ops_replayed, t->n);
 		ST(s, graph_launches, 1);
@@ -714,10 +202,10 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 			__atomic_store_n(&s->e->launched, true, __ATOMIC_RELAXED);
 		t->launched++;
 		t->last_used = ++s->tick;
-		stop_deferring(s);
+		cg_stop_deferring(s);
 	}
-	chunk_ended(s, t);
-	chunk_reset(s);
+	cg_chunk_ended(s, t);
+	cg_chunk_reset(s);
 }
 
 /* The deferred ops grew by one: launch a chunk they complete unless a longer one may follow,
@@ -747,19 +235,13 @@ static bool grow_cand(struct cg_stream *s)
 	return true;
 }
 
-/* Work is pending from now: the flusher's budget counts from here. */
-static void mark_pending(struct cg_stream *s)
-{
-	uint64_t now = s->e->now_ns();
-	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
-}
 
 /* The op is the first deferred one. */
 static void begin_deferring(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
-	push(s, op, hash);
+	cg_push_op(s, op, hash);
 	s->deferring = true;
-	mark_pending(s);
+	cg_mark_pending(s);
 }
 
 /* At a chunk start: defer the op if it starts one or more armed chunks, unless the chunk that
@@ -816,7 +298,7 @@ static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t
 		/* Reported here; the chunk's ops are counted when it is cut. */
 		s->ncand = 0;
 		s->why = CG_R_NO_MEMORY;
-		fallback(s, CG_R_NO_MEMORY, 0, true, (struct cg_event){ .op_index = s->op_index - 1 });
+		cg_fallback(s, CG_R_NO_MEMORY, 0, true, (struct cg_event){ .op_index = s->op_index - 1 });
 		return false;
 	}
 	begin_deferring(s, op, hash);
@@ -841,7 +323,7 @@ static bool follow(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	if (!expect_kept)
 		s->expect = NULL;
 	s->ncand = kept;
-	push(s, op, hash);
+	cg_push_op(s, op, hash);
 	after_match(s);
 	return true;
 }
@@ -916,13 +398,13 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	got.hash = hash;
 	ST(s, divergences, 1);
 	note_site(s->e, expected.sig ? &expected : NULL, &got, pos, ops);
-	submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
+	cg_submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
 	                .chunk_ops = pos, .expected = expected.sig ? &expected : NULL, .got = &got });
 	s->why = CG_R_DIVERGENCE;
 	/* The deferred ops end where the loop is cut (loop.c): they are a chunk of their own, as
 	 * they are where they were learned, so that the cuts after them stay in step. */
 	if (cg_loop_cut_before(&s->per))
-		cut(s, true, false);
+		cg_cut(s, true, false);
 }
 
 /* A unit of a short loop ends here, after ops that are no part of it (the stretch before the
@@ -933,90 +415,13 @@ static void drop_front(struct cg_stream *s, uint32_t k)
 	uint32_t flushed = s->sc.n - s->passed;
 	uint32_t passed = k > flushed ? k - flushed : 0;
 	if (passed)
-		fallback(s, s->why != CG_R_NONE ? s->why : CG_R_LEARNING, passed, false,
+		cg_fallback(s, s->why != CG_R_NONE ? s->why : CG_R_LEARNING, passed, false,
 		         (struct cg_event){ 0 });
 	s->passed -= passed;
 	s->chunk_first += k;
 	cg_scratch_drop_front(&s->sc, k);
 }
 
-/* Is the chunk learned so far the first half of an exposed chunk (cut_exposed)? */
-static bool split_here(const struct cg_stream *s)
-{
-	for (uint32_t i = 0; i < s->nsplit; i++)
-		if (s->split_n[i] == s->sc.n && s->split_key[i] == cg_scratch_key(&s->sc))
-			return true;
-	return false;
-}
-
-/* ---- eager samples from learning ------------------------------------------------------- */
-
-/* Would an occurrence of learning chunk `t` now be one of its last sightings before its graph,
- * not its first, with an eager sample still to take? */
-static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chunk *t)
-{
-	uint32_t want = cg_gate_eager_samples(&e->gate);
-	return t->state == CG_CHUNK_LEARNING && t->seen >= 1 && t->timed_eager < want &&
-	       t->seen + want >= e->cfg.warmup;
-}
-
-/* At a chunk start that no armed chunk takes: if the chunk that ran at this place, or else the
- * learning chunk last seen starting with this op, is one that wants an eager sample, hold its
- * ops back as they come (the program is told they were launched, as with a deferral), so that
- * the occurrence can run as a burst between the backend's events once complete. Learning goes
- * on as if they had passed: where it cuts elsewhere, or an op differs, or a boundary or the
- * flusher comes first, they run eagerly as they are (release_hold). A stream whose samples the
- * backend keeps declining (a per-thread stream of another thread, timing off) holds only now
- * and then, to see whether that changed (samples not read back yet fill the backend's slots
- * for a while): the hold only delays its ops. */
-static void start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
-                       uint64_t here)
-{
-	struct cg_engine *e = s->e;
-	if (!e->be->time_begin || s->why != CG_R_NONE)
-		return;
-	struct cg_chunk *t = here ? cg_index_find_key(&s->ix, here) : NULL;
-	if (!t || !cg_chunk_op_matches(t, 0, op, hash)) {
-		t = s->learn_first[hash % CG_LEARN_FIRST];
-		if (!t || !cg_chunk_op_matches(t, 0, op, hash))
-			return;
-	}
-	if (!wants_learning_sample(e, t))
-		return;
-	if (s->hold_skip) {
-		s->hold_skip--;
-		return;
-	}
-	/* Room for the whole chunk now, so that held ops are never lost to memory (the ops that
-	 * match it have its sizes). */
-	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), e->mem))
-		return;
-	s->hold = t;
-	mark_pending(s);
-}
-
-/* The held ops are exactly the chunk held for, and learning ends its occurrence here: they run
- * in a burst between the backend's events, as a replayed occurrence's eager sample does
- * (eager_sample), and count as learning. */
-static void learn_sample(struct cg_stream *s)
-{
-	struct cg_engine *e = s->e;
-	struct cg_chunk *t = s->hold;
-	bool timed = e->be->time_begin(e->be_ctx, s->be_stream, t->key, false);
-	release_hold(s, false);
-	if (!timed) {
-		if (++s->declined >= CG_HOLD_DECLINED)
-			s->hold_skip = CG_HOLD_SKIP;
-		return;
-	}
-	e->be->time_end(e->be_ctx, s->be_stream, true);
-	s->declined = 0;
-	__atomic_fetch_add(&e->timed, 1, __ATOMIC_RELAXED);
-	t->timed_eager++;
-	t->learn_samples++;
-	ST(s, learning_samples, 1);
-	t->timed_at = t->launched;
-}
 
 /* The op runs eagerly (the caller submits it, unless it is held) and is learned. */
 static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
@@ -1025,8 +430,8 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	const struct cg_chunk *h = s->hold;
 	bool held = h && s->sc.n < h->n && cg_chunk_op_matches(h, s->sc.n, op, hash);
 	if (h && !held)
-		release_hold(s, false);
-	push(s, op, hash);
+		cg_release_hold(s, false);
+	cg_push_op(s, op, hash);
 	if (!held) {
 		s->passed++;
 		ST(s, ops_eager, 1);
@@ -1034,13 +439,13 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	uint32_t n = s->sc.n;
 	/* Where an eager run at a place ends (its chunk's last op), asked before a short loop's
 	 * unit drops what came before it. */
-	bool place = place_chunk_ends(s, op, hash);
+	bool place = cg_place_chunk_ends(s, op, hash);
 	/* A loop no longer than a chunk is cut at its units only (loop.h): a content-defined cut
 	 * would make its chunks longer or shorter than a unit, or out of step with it. */
 	bool content = !s->per.unit && n >= e->chunk_min && (hash >> 32) < e->cdc_below;
 	if (s->per.cut && s->per.unit && n > s->per.unit) {
 		if (s->hold)
-			release_hold(s, true);
+			cg_release_hold(s, true);
 		drop_front(s, n - s->per.unit);
 	}
 	/* Before a short loop's first unit ends, what comes before it can go, not the unit. */
@@ -1048,7 +453,7 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 		uint64_t start = s->per.due_at + 1 - s->per.unit;
 		if (start > s->chunk_first && start - s->chunk_first < n) {
 			if (s->hold)
-				release_hold(s, true);
+				cg_release_hold(s, true);
 			drop_front(s, (uint32_t)(start - s->chunk_first));
 		}
 		n = s->sc.n;
@@ -1058,7 +463,7 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	 * graphs of that part's length for good (a loop of one kernel in graphs of 18, not 32);
 	 * the part runs on to the next anchor cut, a unit later, and its front is dropped there. */
 	bool unit_cut = s->per.cut && !(s->per.unit && n < s->per.unit);
-	bool split = !s->per.unit && split_here(s);
+	bool split = !s->per.unit && cg_split_here(s);
 	bool ends = content || unit_cut || place || split || n >= s->len_max;
 	enum cg_verdict v = CG_PASS;
 	if (s->hold) {
@@ -1066,15 +471,15 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 		if (!ends && n <= s->hold->n)
 			return CG_TAKEN;
 		if (ends && n == s->hold->n) {
-			learn_sample(s);  /* runs this op too */
+			cg_learn_sample(s);  /* runs this op too */
 			v = CG_TAKEN;
 		} else {
-			release_hold(s, true);
+			cg_release_hold(s, true);
 		}
 	}
 	if (ends) {
 		s->length_cut = !content && !unit_cut && !place && !split;
-		cut(s, true, true);
+		cg_cut(s, true, true);
 	}
 	return v;
 }
@@ -1142,7 +547,7 @@ static void control_op(struct cg_stream *s)
 	s->ctl_next = s->st.ops + (room < CG_CTL_BATCH ? room : CG_CTL_BATCH);
 	pthread_mutex_unlock(&e->ctl_lock);
 	if (decided)
-		emit(s, (struct cg_event){ .kind = CG_EV_DECISION, .op_index = s->op_index - 1,
+		cg_emit(s, (struct cg_event){ .kind = CG_EV_DECISION, .op_index = s->op_index - 1,
 		                           .decision = &d });
 }
 
@@ -1190,7 +595,7 @@ static void arm_piece(struct cg_stream *s)
 	if (!t || t->state != CG_CHUNK_LEARNING)
 		return;  /* (an idle one was dropped for room or a build failed: learned as usual) */
 	const char *detail = NULL;
-	learned(s, t, seen, &detail);
+	cg_learned(s, t, seen, &detail);
 	if (t->state == CG_CHUNK_ARMED)
 		s->complete = t;
 }
@@ -1200,8 +605,8 @@ static void arm_piece(struct cg_stream *s)
 static void rest_eager(struct cg_stream *s)
 {
 	uint32_t n = s->sc.n;
-	run_deferred(s);
-	fallback(s, CG_R_LEARNING, n, false, (struct cg_event){ 0 });
+	cg_run_deferred(s);
+	cg_fallback(s, CG_R_LEARNING, n, false, (struct cg_event){ 0 });
 }
 
 /* The deferred rest grew by one op: once it is complete, the piece runs as its own graph, or
@@ -1241,7 +646,7 @@ static bool follow_rest(struct cg_stream *s, const struct cg_op *op, uint64_t ha
 	uint32_t pos = s->rest_at + s->sc.n;
 	if (pos >= t->n || !cg_chunk_op_matches(t, pos, op, hash))
 		return false;
-	push(s, op, hash);
+	cg_push_op(s, op, hash);
 	rest_grew(s);
 	return true;
 }
@@ -1283,7 +688,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 			if (start_deferral(s, op, hash, here, margin) ||
 			    start_rest(s, rest, s->rest_at, op, hash))
 				return CG_TAKEN;
-			start_hold(s, op, hash, here);
+			cg_start_hold(s, op, hash, here);
 		} else {
 			control_eager(s, op, hash);
 		}
@@ -1299,7 +704,7 @@ static void end_deferral(struct cg_stream *s, enum cg_reason why)
 		launch_chunk(s, s->complete);
 		return;
 	}
-	submit_deferred(s, why, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = s->sc.n });
+	cg_submit_deferred(s, why, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = s->sc.n });
 	s->why = why;
 }
 
@@ -1321,10 +726,10 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	if (s->deferring)
 		end_deferral(s, why);
 	if (s->hold && s->sc.n == s->hold->n)
-		learn_sample(s);  /* the held chunk ends here, as it did when it was seen */
+		cg_learn_sample(s);  /* the held chunk ends here, as it did when it was seen */
 	else if (s->hold)
-		release_hold(s, false);
-	cut(s, true, true);
+		cg_release_hold(s, false);
+	cg_cut(s, true, true);
 	if (s->e->cfg.measure && (why == CG_R_SYNC || why == CG_R_HOST_COPY))
 		control_wait(s->e);
 	/* The host now waits for the chunk that just ran (see cg_stream_timing: EXPOSED). */
@@ -1381,7 +786,7 @@ static bool split_on_timeout(struct cg_stream *s)
 	if (!all_slow)
 		return false;
 	while (s->ncand)
-		disable(s, s->cand[0], CG_R_TIMEOUT);  /* drops it from the candidates */
+		cg_disable(s, s->cand[0], CG_R_TIMEOUT);  /* drops it from the candidates */
 	if (p < 2 || s->sc.lossy)
 		return false;  /* a one-op graph saves nothing */
 	struct cg_chunk *pre = cg_index_find(&s->ix, &s->sc);
@@ -1393,7 +798,7 @@ static bool split_on_timeout(struct cg_stream *s)
 	pre->state = CG_CHUNK_IDLE;
 	pre->seen = s->e->cfg.warmup;
 	ST(s, chunks_learned, 1);
-	if (build(s, pre, &detail) != CG_R_NONE)
+	if (cg_build_graph(s, pre, &detail) != CG_R_NONE)
 		return false;
 	launch_chunk(s, pre);
 	return true;
@@ -1404,7 +809,7 @@ bool cg_flush(struct cg_stream *s, enum cg_reason why)
 	/* Held for a sample: the ops run as they are, and learning goes on (no deferral of the
 	 * program's timed out: the budget and the chunks' timeouts stay as they are). */
 	if (s->hold) {
-		release_hold(s, false);
+		cg_release_hold(s, false);
 		return true;
 	}
 	if (!s->deferring)
@@ -1441,41 +846,6 @@ uint64_t cg_stream_pending_since(const struct cg_stream *s)
 	return __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
 }
 
-/* An exposed chunk (below) is learned again in two parts, cut after its first half wherever
- * those ops come as a chunk's first ones: the first part's graph starts on the GPU while the
- * host still submits the rest, and only the last part's time is waited for whole; that part is
- * timed and judged as a chunk of its own, and cut again if exposed in turn, down to
- * CG_SPLIT_MIN ops, so that what stays eager before the wait is a few ops (a Python loop's last
- * ops before `.item()`), not half a chunk. The cut is where that chunk's half ends, not after
- * every op like its middle one: a kernel that recurs all over the loop would cut every chunk
- * short. A short loop with an exposed chunk (its whole unit, or a chunk learned before its
- * period was found) is also cut at half its unit's length from then on, at its period's
- * anchor, instead of at its units. */
-static void cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
-{
-	if (t->n < 2 * CG_SPLIT_MIN)
-		return;
-	bool cut = false;
-	if (s->per.unit) {
-		uint32_t unit = s->per.unit;
-		cg_loop_no_units(&s->per);
-		s->len_max = (t->n > unit ? t->n : unit) / 2;
-		cut = true;
-	}
-	uint32_t half = t->n / 2;
-	uint64_t key = cg_chunk_prefix_key(t, half);
-	bool known = false;
-	for (uint32_t i = 0; i < s->nsplit; i++)
-		known |= s->split_n[i] == half && s->split_key[i] == key;
-	if (!known && s->nsplit < CG_SPLITS) {
-		s->split_key[s->nsplit] = key;
-		s->split_n[s->nsplit++] = half;
-		cut = true;
-	}
-	if (cut)
-		ST(s, exposed_splits, 1);
-}
-
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us)
 {
 	struct cg_chunk *t = cg_index_find_key(&s->ix, chunk_key);
@@ -1498,9 +868,9 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	struct cg_chunk_cost cost = { .graph_us = v.graph_us, .eager_us = v.eager_us,
 	                              .saved_us = v.saved_us, .span_us = cg_gate_span_us(t),
 	                              .exposure_us = v.exposure_us, .waited_share = v.waited_share };
-	disable_costed(s, t, r, &cost);
+	cg_disable_costed(s, t, r, &cost);
 	if (r == CG_R_EXPOSED)
-		cut_exposed(s, t);
+		cg_cut_exposed(s, t);
 	if (s->deferring && !s->ncand && !s->complete)
 		end_deferral(s, r);
 }
@@ -1525,7 +895,7 @@ struct cg_engine *cg_engine_new(const struct cg_engine_config *cfg,
 		e->cfg.warmup = 1;
 	if (e->cfg.fail_limit < 1)
 		e->cfg.fail_limit = 1;
-	e->gate = gate_costs(&e->cfg);
+	e->gate = cg_gate_costs_of(&e->cfg);
 	/* Expected chunk length ~ chunk_max / 2: at least chunk_min ops, then a cut with
 	 * probability 1 / cdc_mod per op. */
 	e->chunk_min = e->cfg.chunk_max / 4 > 4 ? e->cfg.chunk_max / 4 : 4;
@@ -1607,12 +977,12 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 		if (s->deferring)
 			end_deferral(s, why);
 		if (s->hold)
-			release_hold(s, false);
-		cut(s, false, false);
+			cg_release_hold(s, false);
+		cg_cut(s, false, false);
 	}
 	for (uint32_t i = 0; i <= s->ix.key_mask; i++)
 		if (s->ix.by_key[i])
-			destroy_instances(s, s->ix.by_key[i], driver_gone);
+			cg_destroy_instances(s, s->ix.by_key[i], driver_gone);
 	pthread_mutex_lock(&e->lock);
 	if (s->prev)
 		s->prev->next = s->next;

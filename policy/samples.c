@@ -1,0 +1,178 @@
+/* The cost gate's samples (samples.h). */
+#include "policy/samples.h"
+
+#define CG_SPLIT_MIN 2  /* ops in each part, at least */
+#define CG_HOLD_DECLINED 8    /* learning samples declined in a row after which a stream holds
+                                 chunks for them again only after CG_HOLD_SKIP it could have */
+#define CG_HOLD_SKIP 64
+/* The cost gate's samples (gate.h judges them), timed by the backend on the GPU and returned
+ * through cg_stream_timing. Eager ones come first from the chunk's last sightings while it is
+ * learned, which run eagerly anyway: their ops are held back (cg_start_hold) and, once the
+ * occurrence is complete, submitted in a burst between the backend's events (cg_learn_sample), up
+ * to cg_gate_eager_samples() of them, never its first sighting (cold: module loads, first
+ * launches). Once its graph has run (its first launch uploads it), the graph's next occurrences are
+ * timed, up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the
+ * backend declined, a flush or a divergence released the held ops, the loop detector learned
+ * the chunk at once), occurrences that could have been replayed run eagerly for them
+ * (cg_eager_sample), alternating with the graph's, only while the graph's time says the gate
+ * could act on it (each costs the replay of an occurrence). Either way the ops are exactly the
+ * program's, run once, in order. The backend may decline a sample (busy, or timing failed): a
+ * chunk asks only so often. A sample taken is waited for (up to CG_TIMING_WAIT launches, should
+ * it never come back) before the next: it may show the next unneeded. */
+#define CG_TIMING_ASKS 12
+#define CG_TIMING_WAIT 16
+
+struct cg_gate_costs cg_gate_costs_of(const struct cg_engine_config *cfg)
+{
+	return (struct cg_gate_costs){ cfg->launch_host_us, cfg->graph_launch_host_us, cfg->warmup };
+}
+
+enum timing cg_timing_wanted(struct cg_stream *s, struct cg_chunk *t)
+{
+	if (!s->e->be->time_begin || !t->launched || t->timing_asks >= CG_TIMING_ASKS ||
+	    t->timing_done)
+		return UNTIMED;
+	if (t->timed_eager + t->timed_graph > t->eager_n + t->graph_n &&
+	    t->launched < t->timed_at + CG_TIMING_WAIT)
+		return UNTIMED;  /* a sample is out */
+	bool eager = t->timed_eager < cg_gate_eager_samples(&s->e->gate) &&
+	             cg_gate_plausible(&s->e->gate, t) &&
+	             (t->timed_eager < t->timed_graph || t->timed_graph >= CG_TIMING_SAMPLES);
+	if (!eager && t->timed_graph >= CG_TIMING_SAMPLES)
+		return UNTIMED;
+	t->timing_asks++;
+	return eager ? TIME_EAGER : TIME_GRAPH;
+}
+
+/* A timed eager run of the deferred ops, which are exactly `t`. False: the backend declined. */
+bool cg_eager_sample(struct cg_stream *s, struct cg_chunk *t)
+{
+	const struct cg_engine *e = s->e;
+	if (!e->be->time_begin(e->be_ctx, s->be_stream, t->key, false))
+		return false;
+	cg_run_deferred(s);
+	e->be->time_end(e->be_ctx, s->be_stream, true);
+	__atomic_fetch_add(&s->e->timed, 1, __ATOMIC_RELAXED);
+	t->timed_eager++;
+	t->timed_at = t->launched;
+	t->last_used = ++s->tick;
+	cg_fallback(s, CG_R_COST_SAMPLE, t->n, false, (struct cg_event){ 0 });
+	cg_chunk_ended(s, t);
+	cg_chunk_reset(s);
+	return true;
+}
+
+/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
+ * launch it. On failure nothing ran, so the ops go eagerly, in order. */
+/* ---- eager samples from learning ------------------------------------------------------- */
+
+/* Would an occurrence of learning chunk `t` now be one of its last sightings before its graph,
+ * not its first, with an eager sample still to take? */
+static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chunk *t)
+{
+	uint32_t want = cg_gate_eager_samples(&e->gate);
+	return t->state == CG_CHUNK_LEARNING && t->seen >= 1 && t->timed_eager < want &&
+	       t->seen + want >= e->cfg.warmup;
+}
+
+/* At a chunk start that no armed chunk takes: if the chunk that ran at this place, or else the
+ * learning chunk last seen starting with this op, is one that wants an eager sample, hold its
+ * ops back as they come (the program is told they were launched, as with a deferral), so that
+ * the occurrence can run as a burst between the backend's events once complete. Learning goes
+ * on as if they had passed: where it cuts elsewhere, or an op differs, or a boundary or the
+ * flusher comes first, they run eagerly as they are (cg_release_hold). A stream whose samples the
+ * backend keeps declining (a per-thread stream of another thread, timing off) holds only now
+ * and then, to see whether that changed (samples not read back yet fill the backend's slots
+ * for a while): the hold only delays its ops. */
+void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
+                       uint64_t here)
+{
+	struct cg_engine *e = s->e;
+	if (!e->be->time_begin || s->why != CG_R_NONE)
+		return;
+	struct cg_chunk *t = here ? cg_index_find_key(&s->ix, here) : NULL;
+	if (!t || !cg_chunk_op_matches(t, 0, op, hash)) {
+		t = s->learn_first[hash % CG_LEARN_FIRST];
+		if (!t || !cg_chunk_op_matches(t, 0, op, hash))
+			return;
+	}
+	if (!wants_learning_sample(e, t))
+		return;
+	if (s->hold_skip) {
+		s->hold_skip--;
+		return;
+	}
+	/* Room for the whole chunk now, so that held ops are never lost to memory (the ops that
+	 * match it have its sizes). */
+	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), e->mem))
+		return;
+	s->hold = t;
+	cg_mark_pending(s);
+}
+
+/* The held ops are exactly the chunk held for, and learning ends its occurrence here: they run
+ * in a burst between the backend's events, as a replayed occurrence's eager sample does
+ * (cg_eager_sample), and count as learning. */
+void cg_learn_sample(struct cg_stream *s)
+{
+	struct cg_engine *e = s->e;
+	struct cg_chunk *t = s->hold;
+	bool timed = e->be->time_begin(e->be_ctx, s->be_stream, t->key, false);
+	cg_release_hold(s, false);
+	if (!timed) {
+		if (++s->declined >= CG_HOLD_DECLINED)
+			s->hold_skip = CG_HOLD_SKIP;
+		return;
+	}
+	e->be->time_end(e->be_ctx, s->be_stream, true);
+	s->declined = 0;
+	__atomic_fetch_add(&e->timed, 1, __ATOMIC_RELAXED);
+	t->timed_eager++;
+	t->learn_samples++;
+	ST(s, learning_samples, 1);
+	t->timed_at = t->launched;
+}
+
+/* Is the chunk learned so far the first half of an exposed chunk (cg_cut_exposed)? */
+bool cg_split_here(const struct cg_stream *s)
+{
+	for (uint32_t i = 0; i < s->nsplit; i++)
+		if (s->split_n[i] == s->sc.n && s->split_key[i] == cg_scratch_key(&s->sc))
+			return true;
+	return false;
+}
+
+/* An exposed chunk (below) is learned again in two parts, cut after its first half wherever
+ * those ops come as a chunk's first ones: the first part's graph starts on the GPU while the
+ * host still submits the rest, and only the last part's time is waited for whole; that part is
+ * timed and judged as a chunk of its own, and cut again if exposed in turn, down to
+ * CG_SPLIT_MIN ops, so that what stays eager before the wait is a few ops (a Python loop's last
+ * ops before `.item()`), not half a chunk. The cut is where that chunk's half ends, not after
+ * every op like its middle one: a kernel that recurs all over the loop would cut every chunk
+ * short. A short loop with an exposed chunk (its whole unit, or a chunk learned before its
+ * period was found) is also cut at half its unit's length from then on, at its period's
+ * anchor, instead of at its units. */
+void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
+{
+	if (t->n < 2 * CG_SPLIT_MIN)
+		return;
+	bool cut = false;
+	if (s->per.unit) {
+		uint32_t unit = s->per.unit;
+		cg_loop_no_units(&s->per);
+		s->len_max = (t->n > unit ? t->n : unit) / 2;
+		cut = true;
+	}
+	uint32_t half = t->n / 2;
+	uint64_t key = cg_chunk_prefix_key(t, half);
+	bool known = false;
+	for (uint32_t i = 0; i < s->nsplit; i++)
+		known |= s->split_n[i] == half && s->split_key[i] == key;
+	if (!known && s->nsplit < CG_SPLITS) {
+		s->split_key[s->nsplit] = key;
+		s->split_n[s->nsplit++] = half;
+		cut = true;
+	}
+	if (cut)
+		ST(s, exposed_splits, 1);
+}

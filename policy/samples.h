@@ -1,0 +1,25 @@
+/* The cost gate's samples (samples.c): which runs of a chunk are timed, the eager samples
+ * taken from learning sightings, and exposed chunks cut in two. Internal to policy/. */
+#ifndef CG_POLICY_SAMPLES_H
+#define CG_POLICY_SAMPLES_H
+
+#include "policy/stream.h"
+
+enum timing { UNTIMED, TIME_EAGER, TIME_GRAPH };
+
+/* The cost gate's view of the engine's configuration. */
+struct cg_gate_costs cg_gate_costs_of(const struct cg_engine_config *cfg);
+/* Whether this run of armed chunk `t` is to be timed, and how. */
+enum timing cg_timing_wanted(struct cg_stream *s, struct cg_chunk *t);
+/* A timed eager run of the deferred ops, which are exactly `t`. False: the backend declined. */
+bool cg_eager_sample(struct cg_stream *s, struct cg_chunk *t);
+/* At a chunk start no armed chunk takes: hold the ops back for a learning sample, if wanted. */
+void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash, uint64_t here);
+/* The held ops are the chunk held for: run them in a timed burst. */
+void cg_learn_sample(struct cg_stream *s);
+/* Is the chunk learned so far the first half of an exposed chunk? */
+bool cg_split_here(const struct cg_stream *s);
+/* Chunk `t` is exposed: it is to be learned again in two parts. */
+void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t);
+
+#endif

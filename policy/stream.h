@@ -1,0 +1,145 @@
+/* What the engine's files share, internal to policy/: the engine and its streams (their
+ * state), and a stream's primitives (stream.c), which the state machine (engine.c) and the
+ * cost gate's samples (samples.c) build on: events and fallbacks, places, the current chunk,
+ * graphs, learning a chunk. None of them calls up into those two files. */
+#ifndef CG_POLICY_STREAM_H
+#define CG_POLICY_STREAM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "policy/chunk.h"
+#include "policy/control.h"
+#include "policy/backend.h"
+#include "policy/records.h"
+#include "policy/gate.h"
+#include "policy/loop.h"
+
+#define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
+#define CG_SPLITS 32  /* exposed chunks a stream cuts in two (cg_cut_exposed), at most */
+#define CG_LEARN_FIRST 64     /* learning chunks a stream finds by their first op (direct-mapped) */
+
+struct cg_engine {
+	struct cg_engine_config cfg;
+	struct cg_gate_costs gate;  /* the cost gate's view of cfg */
+	cg_realloc_fn mem;
+	uint32_t chunk_min;
+	uint64_t cdc_below;     /* cut where (hash >> 32) < cdc_below: probability 1 / cdc_mod */
+	const struct cg_backend *be;
+	void *be_ctx;
+	uint64_t (*now_ns)(void);
+	uint64_t graphs_alive;  /* atomic: all streams build against max_graphs */
+	pthread_mutex_t lock;   /* guards the stream list, `retired` and `sites` */
+	struct cg_stream *streams;
+	struct cg_stats retired; /* counters of freed streams */
+	struct cg_divergence_site sites[CG_SITES];  /* (count 0: free) */
+	/* The deferral controller (control.h), guarded by ctl_lock; the hot path reads only the
+	 * atomics below it. */
+	pthread_mutex_t ctl_lock;
+	struct cg_control ctl;
+	uint64_t ctl_base;       /* all streams' ops (st.ops, retired included) before the
+	                            current interval began; under ctl_lock */
+	uint64_t ctl_wait_ns;    /* atomic: the latest wait for the GPU since (0: none) */
+	bool ctl_defer;          /* atomic: ctl.defer */
+	bool ctl_probing;        /* atomic: ctl.phase == CG_CTL_PROBE */
+	bool launched;           /* atomic: a graph has been launched */
+	uint64_t timed;          /* atomic: runs timed for the cost gate so far */
+	uint64_t ctl_timed;      /* `timed` when the controller last looked */
+	uint64_t built;          /* atomic: graphs built so far (each costs its build once) */
+	uint64_t ctl_built;      /* `built` when the controller last looked */
+};
+
+struct cg_stream {
+	struct cg_engine *e;
+	void *be_stream;
+	uint64_t id;
+	uint64_t op_index;          /* ops submitted on this stream so far */
+	uint64_t chunk_first;       /* op index of the current chunk's first op */
+	struct cg_scratch sc;       /* the current chunk */
+	bool deferring;             /* all of sc is deferred and a prefix of every candidate */
+	struct cg_chunk *hold;      /* all of sc is held back, a prefix of this learning chunk, for
+	                               an eager sample (cg_learn_sample) */
+	struct cg_chunk *learn_first[CG_LEARN_FIRST];  /* learning chunks, by their first op */
+	uint32_t declined;          /* learning samples the backend declined in a row */
+	uint32_t hold_skip;         /* chunk starts to let pass before holding one again */
+	struct cg_chunk **cand;
+	uint32_t ncand, cand_cap;
+	struct cg_chunk *complete;  /* the armed chunk sc equals exactly, if any */
+	struct cg_chunk *expect;    /* the candidate that ran at this place before (places) */
+	struct cg_chunk *rest;      /* an armed chunk a boundary cut short after its op rest_at: the
+	                               ops after the boundary may be its rest; while deferring, sc
+	                               is deferred as its ops from rest_at on (no candidates) */
+	uint32_t rest_at;
+	uint64_t place;             /* where the current chunk runs (0: unknown) */
+	bool place_unsure;          /* a flush cut the current chunk, not the program */
+	const struct cg_chunk *eager_place;  /* the chunk of this place, running eagerly */
+	struct cg_places places;    /* which chunks ran where */
+	enum cg_reason why;         /* why the learning chunk runs eagerly (NONE: decided at the cut) */
+	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
+	uint32_t len_max;           /* chunks are cut at this length (cfg.chunk_max, or less once
+	                               a short loop had a chunk exposed) */
+	/* Where exposed chunks are cut (cg_cut_exposed): after split_n[i] ops, where those ops are
+	 * the first half of the exposed chunk (their chunk key is split_key[i]). */
+	uint64_t split_key[CG_SPLITS];
+	uint32_t split_n[CG_SPLITS];
+	uint32_t nsplit;
+	uint64_t tick;              /* LRU clock */
+	uint64_t epoch;             /* program boundaries so far: instance positions restart */
+	uint32_t timeouts;          /* deferrals that hit the budget */
+	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
+	bool at_boundary;           /* no op since the last boundary (or since it was made) */
+	uint64_t budget_ns;         /* atomic: the deferral budget (0: the shim's own) */
+	uint64_t budget_peak;       /* longest deferral that completed, over budget_runs */
+	uint32_t budget_runs;
+	struct cg_index ix;
+	struct cg_loop per;       /* where this stream's loop is cut */
+	bool length_cut;            /* the chunk being cut reached chunk_max (not pinned) */
+	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
+	uint8_t fallback_events[CG_R_COUNT];
+	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
+	struct cg_stats st;         /* one writer (the lock holder), read by cg_engine_stats */
+	uint64_t ctl_next;          /* st.ops at which control_op next counts every stream's ops */
+	struct cg_stream *prev, *next;
+};
+
+/* Counters are single-writer: a relaxed load and store (no locked instruction on the hot path)
+ * keeps concurrent reads from cg_engine_stats well-defined. */
+static inline void stat_add(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+#define ST(s, field, v) stat_add(&(s)->st.field, (v))
+
+/* ---- events and reasons */
+void cg_emit(struct cg_stream *s, struct cg_event ev);
+void cg_fallback(struct cg_stream *s, enum cg_reason r, uint32_t n, bool report,
+                 struct cg_event ev);
+
+/* ---- places */
+void cg_chunk_ended(struct cg_stream *s, struct cg_chunk *t);
+bool cg_place_chunk_ends(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
+
+/* ---- the current chunk */
+void cg_push_op(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
+void cg_chunk_reset(struct cg_stream *s);
+void cg_stop_deferring(struct cg_stream *s);
+void cg_run_deferred(struct cg_stream *s);
+void cg_submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event ev);
+void cg_release_hold(struct cg_stream *s, bool keep_last);
+void cg_mark_pending(struct cg_stream *s);
+
+/* ---- graphs */
+void cg_destroy_instances(struct cg_stream *s, struct cg_chunk *t, bool driver_gone);
+void cg_disable_costed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r,
+                       const struct cg_chunk_cost *cost);
+void cg_disable(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r);
+void cg_chunk_failed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r);
+bool cg_reserve_graph(struct cg_stream *s, const struct cg_chunk *keep);
+enum cg_reason cg_build_graph(struct cg_stream *s, struct cg_chunk *t, const char **detail);
+
+/* ---- learning */
+enum cg_reason cg_learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sightings,
+                          const char **detail);
+void cg_cut(struct cg_stream *s, bool learn_it, bool latest);
+
+#endif
