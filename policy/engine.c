@@ -235,7 +235,6 @@ static bool grow_cand(struct cg_stream *s)
 	return true;
 }
 
-
 /* The op is the first deferred one. */
 static void begin_deferring(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
@@ -421,7 +420,6 @@ static void drop_front(struct cg_stream *s, uint32_t k)
 	s->chunk_first += k;
 	cg_scratch_drop_front(&s->sc, k);
 }
-
 
 /* The op runs eagerly (the caller submits it, unless it is held) and is learned. */
 static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64_t hash)

@@ -5,6 +5,7 @@
 #define CG_HOLD_DECLINED 8    /* learning samples declined in a row after which a stream holds
                                  chunks for them again only after CG_HOLD_SKIP it could have */
 #define CG_HOLD_SKIP 64
+
 /* The cost gate's samples (gate.h judges them), timed by the backend on the GPU and returned
  * through cg_stream_timing. Eager ones come first from the chunk's last sightings while it is
  * learned, which run eagerly anyway: their ops are held back (cg_start_hold) and, once the

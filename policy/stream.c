@@ -161,6 +161,13 @@ void cg_release_hold(struct cg_stream *s, bool keep_last)
 	__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
 }
 
+/* Work is pending from now: the flusher's budget counts from here. */
+void cg_mark_pending(struct cg_stream *s)
+{
+	uint64_t now = s->e->now_ns();
+	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+}
+
 /* ---- graphs ----------------------------------------------------------------------------- */
 
 /* Every instance's graph (through the backend unless the driver is gone). */
@@ -358,12 +365,4 @@ void cg_cut(struct cg_stream *s, bool learn_it, bool latest)
 		         .chunk_ops = sc->n, .chunk_key = t ? t->key : 0, .detail = detail });
 	cg_chunk_ended(s, learn_it ? t : NULL);
 	cg_chunk_reset(s);
-}
-
-
-/* Work is pending from now: the flusher's budget counts from here. */
-void cg_mark_pending(struct cg_stream *s)
-{
-	uint64_t now = s->e->now_ns();
-	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
 }

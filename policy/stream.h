@@ -111,35 +111,49 @@ static inline void stat_add(uint64_t *c, uint64_t v)
 #define ST(s, field, v) stat_add(&(s)->st.field, (v))
 
 /* ---- events and reasons */
+/* Hand an event to the backend (the report), stamped with the stream. */
 void cg_emit(struct cg_stream *s, struct cg_event ev);
+/* `n` ops ran eagerly because of `r`: counted, and the first few of each reason reported. */
 void cg_fallback(struct cg_stream *s, enum cg_reason r, uint32_t n, bool report,
                  struct cg_event ev);
 
-/* ---- places */
+/* ---- places: which chunk ran where */
+/* The current chunk ended as `t` (NULL: no template). */
 void cg_chunk_ended(struct cg_stream *s, struct cg_chunk *t);
+/* Does the learning chunk end here, where the chunk of its place ends? */
 bool cg_place_chunk_ends(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
 
 /* ---- the current chunk */
 void cg_push_op(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
 void cg_chunk_reset(struct cg_stream *s);
 void cg_stop_deferring(struct cg_stream *s);
+/* Submit the deferred ops eagerly, in order; they stay as the start of a learning chunk. */
 void cg_run_deferred(struct cg_stream *s);
+/* The same, counted as fallbacks of reason `r`. */
 void cg_submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event ev);
+/* The ops held for a learning sample run eagerly now (all, or all but the latest). */
 void cg_release_hold(struct cg_stream *s, bool keep_last);
+/* Work is pending from now: the flusher's budget counts from here. */
 void cg_mark_pending(struct cg_stream *s);
 
 /* ---- graphs */
 void cg_destroy_instances(struct cg_stream *s, struct cg_chunk *t, bool driver_gone);
+/* The chunk runs eagerly for good, for reason `r` (`cost`: the timing that decided, or NULL). */
 void cg_disable_costed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r,
                        const struct cg_chunk_cost *cost);
 void cg_disable(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r);
+/* A graph API failed for the chunk: back off, and give up after the configured failures. */
 void cg_chunk_failed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r);
+/* A slot under max_graphs, evicting this stream's least recently launched graph if need be. */
 bool cg_reserve_graph(struct cg_stream *s, const struct cg_chunk *keep);
+/* Build the chunk's graph from the occurrence in the scratch: NONE, or why it has none. */
 enum cg_reason cg_build_graph(struct cg_stream *s, struct cg_chunk *t, const char **detail);
 
 /* ---- learning */
+/* One more eager occurrence of `t`, its content seen `sightings` times: advance its state. */
 enum cg_reason cg_learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sightings,
                           const char **detail);
+/* End the learning chunk: find or add its template (`learn_it`), count its eager ops. */
 void cg_cut(struct cg_stream *s, bool learn_it, bool latest);
 
 #endif
