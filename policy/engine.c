@@ -69,9 +69,7 @@ static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 		cg_scratch_op(&s->sc, i, &s->ops[i]);
 	if (!xa || e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, &detail) != 0) {
 		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
-		cg_emit(s, (struct cg_event){ .kind = CG_EV_BUILD_FAILED, .reason = CG_R_BUILD_FAILED,
-		                           .op_index = s->chunk_first, .chunk_ops = t->n,
-		                           .chunk_key = t->key, .detail = detail });
+		cg_emit_build_failed(s, t, detail);
 		return false;
 	}
 	t->xgraph[t->ninst - 1] = graph;
@@ -144,6 +142,8 @@ static void budget_completed(struct cg_stream *s)
 	s->budget_runs = 0;
 }
 
+/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
+ * launch it. On failure nothing ran, so the ops go eagerly, in order. */
 static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 {
 	budget_completed(s);
@@ -192,8 +192,9 @@ static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 	}
 	ST(s, patches, patched);
 	if (r) {
-		cg_submit_deferred(s, r, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = t->n,
-		                                         .chunk_key = t->key, .detail = detail });
+		cg_submit_deferred(s, r, (struct cg_event){ .op_index = s->chunk_first,
+		                                            .chunk_ops = t->n, .chunk_key = t->key,
+		                                            .detail = detail });
 		cg_chunk_failed(s, t, r);
 	} else {
 		ST(s, ops_replayed, t->n);
@@ -398,7 +399,8 @@ static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	ST(s, divergences, 1);
 	note_site(s->e, expected.sig ? &expected : NULL, &got, pos, ops);
 	cg_submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
-	                .chunk_ops = pos, .expected = expected.sig ? &expected : NULL, .got = &got });
+	                   .chunk_ops = pos, .expected = expected.sig ? &expected : NULL,
+	                   .got = &got });
 	s->why = CG_R_DIVERGENCE;
 	/* The deferred ops end where the loop is cut (loop.c): they are a chunk of their own, as
 	 * they are where they were learned, so that the cuts after them stay in step. */
@@ -415,7 +417,7 @@ static void drop_front(struct cg_stream *s, uint32_t k)
 	uint32_t passed = k > flushed ? k - flushed : 0;
 	if (passed)
 		cg_fallback(s, s->why != CG_R_NONE ? s->why : CG_R_LEARNING, passed, false,
-		         (struct cg_event){ 0 });
+		            (struct cg_event){ 0 });
 	s->passed -= passed;
 	s->chunk_first += k;
 	cg_scratch_drop_front(&s->sc, k);
@@ -546,7 +548,7 @@ static void control_op(struct cg_stream *s)
 	pthread_mutex_unlock(&e->ctl_lock);
 	if (decided)
 		cg_emit(s, (struct cg_event){ .kind = CG_EV_DECISION, .op_index = s->op_index - 1,
-		                           .decision = &d });
+		                              .decision = &d });
 }
 
 static void control_wait(struct cg_engine *e)

@@ -9,10 +9,10 @@
 /* The cost gate's samples (gate.h judges them), timed by the backend on the GPU and returned
  * through cg_stream_timing. Eager ones come first from the chunk's last sightings while it is
  * learned, which run eagerly anyway: their ops are held back (cg_start_hold) and, once the
- * occurrence is complete, submitted in a burst between the backend's events (cg_learn_sample), up
- * to cg_gate_eager_samples() of them, never its first sighting (cold: module loads, first
- * launches). Once its graph has run (its first launch uploads it), the graph's next occurrences are
- * timed, up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the
+ * occurrence is complete, submitted in a burst between the backend's events (cg_learn_sample),
+ * up to cg_gate_eager_samples() of them, never its first sighting (cold: module loads, first
+ * launches). Once its graph has run (its first launch uploads it), the graph's next occurrences
+ * are timed, up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the
  * backend declined, a flush or a divergence released the held ops, the loop detector learned
  * the chunk at once), occurrences that could have been replayed run eagerly for them
  * (cg_eager_sample), alternating with the graph's, only while the graph's time says the gate
@@ -25,7 +25,8 @@
 
 struct cg_gate_costs cg_gate_costs_of(const struct cg_engine_config *cfg)
 {
-	return (struct cg_gate_costs){ cfg->launch_host_us, cfg->graph_launch_host_us, cfg->warmup };
+	return (struct cg_gate_costs){ cfg->launch_host_us, cfg->graph_launch_host_us,
+	                               cfg->warmup };
 }
 
 enum timing cg_timing_wanted(struct cg_stream *s, struct cg_chunk *t)
@@ -63,8 +64,6 @@ bool cg_eager_sample(struct cg_stream *s, struct cg_chunk *t)
 	return true;
 }
 
-/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
- * launch it. On failure nothing ran, so the ops go eagerly, in order. */
 /* ---- eager samples from learning ------------------------------------------------------- */
 
 /* Would an occurrence of learning chunk `t` now be one of its last sightings before its graph,
@@ -86,7 +85,7 @@ static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chu
  * and then, to see whether that changed (samples not read back yet fill the backend's slots
  * for a while): the hold only delays its ops. */
 void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
-                       uint64_t here)
+                   uint64_t here)
 {
 	struct cg_engine *e = s->e;
 	if (!e->be->time_begin || s->why != CG_R_NONE)
@@ -134,7 +133,9 @@ void cg_learn_sample(struct cg_stream *s)
 	t->timed_at = t->launched;
 }
 
-/* Is the chunk learned so far the first half of an exposed chunk (cg_cut_exposed)? */
+/* ---- exposed chunks cut in two --------------------------------------------------------- */
+
+/* Is the chunk learned so far the first half of an exposed chunk (cg_cut_exposed, below)? */
 bool cg_split_here(const struct cg_stream *s)
 {
 	for (uint32_t i = 0; i < s->nsplit; i++)
@@ -143,15 +144,15 @@ bool cg_split_here(const struct cg_stream *s)
 	return false;
 }
 
-/* An exposed chunk (below) is learned again in two parts, cut after its first half wherever
- * those ops come as a chunk's first ones: the first part's graph starts on the GPU while the
- * host still submits the rest, and only the last part's time is waited for whole; that part is
- * timed and judged as a chunk of its own, and cut again if exposed in turn, down to
- * CG_SPLIT_MIN ops, so that what stays eager before the wait is a few ops (a Python loop's last
- * ops before `.item()`), not half a chunk. The cut is where that chunk's half ends, not after
- * every op like its middle one: a kernel that recurs all over the loop would cut every chunk
- * short. A short loop with an exposed chunk (its whole unit, or a chunk learned before its
- * period was found) is also cut at half its unit's length from then on, at its period's
+/* An exposed chunk (cg_stream_timing) is learned again in two parts, cut after its first half
+ * wherever those ops come as a chunk's first ones: the first part's graph starts on the GPU
+ * while the host still submits the rest, and only the last part's time is waited for whole;
+ * that part is timed and judged as a chunk of its own, and cut again if exposed in turn, down
+ * to CG_SPLIT_MIN ops, so that what stays eager before the wait is a few ops (a Python loop's
+ * last ops before `.item()`), not half a chunk. The cut is where that chunk's half ends, not
+ * after every op like its middle one: a kernel that recurs all over the loop would cut every
+ * chunk short. A short loop with an exposed chunk (its whole unit, or a chunk learned before
+ * its period was found) is also cut at half its unit's length from then on, at its period's
  * anchor, instead of at its units. */
 void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 {

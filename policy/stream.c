@@ -15,10 +15,17 @@ void cg_emit(struct cg_stream *s, struct cg_event ev)
 	s->e->be->event(s->e->be_ctx, &ev);
 }
 
+void cg_emit_build_failed(struct cg_stream *s, const struct cg_chunk *t, const char *detail)
+{
+	cg_emit(s, (struct cg_event){ .kind = CG_EV_BUILD_FAILED, .reason = CG_R_BUILD_FAILED,
+	                              .op_index = s->chunk_first, .chunk_ops = t->n,
+	                              .chunk_key = t->key, .detail = detail });
+}
+
 /* `n` ops ran eagerly because of `r`; `ev` says where (kind and reason are filled in here).
  * An incident is reported once: the rest of a chunk that diverged is only counted. */
 void cg_fallback(struct cg_stream *s, enum cg_reason r, uint32_t n, bool report,
-                     struct cg_event ev)
+                 struct cg_event ev)
 {
 	ST(s, fallbacks[r], n);
 	if (!report || s->fallback_events[r] >= CG_FALLBACK_EVENTS)
@@ -34,7 +41,7 @@ static void chunk_event_costed(struct cg_stream *s, enum cg_event_kind kind, enu
                                const struct cg_chunk *t, const struct cg_chunk_cost *cost)
 {
 	cg_emit(s, (struct cg_event){ .kind = kind, .reason = r, .op_index = s->chunk_first,
-	                           .chunk_ops = t->n, .chunk_key = t->key, .cost = cost });
+	                              .chunk_ops = t->n, .chunk_key = t->key, .cost = cost });
 }
 
 static void chunk_event(struct cg_stream *s, enum cg_event_kind kind, enum cg_reason r,
@@ -204,7 +211,7 @@ static void drop_graph(struct cg_stream *s, struct cg_chunk *t)
 }
 
 void cg_disable_costed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r,
-                           const struct cg_chunk_cost *cost)
+                       const struct cg_chunk_cost *cost)
 {
 	if (t->graph)
 		drop_graph(s, t);
@@ -269,9 +276,7 @@ enum cg_reason cg_build_graph(struct cg_stream *s, struct cg_chunk *t, const cha
 	void *graph = NULL;
 	if (e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, detail) != 0) {
 		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
-		cg_emit(s, (struct cg_event){ .kind = CG_EV_BUILD_FAILED, .reason = CG_R_BUILD_FAILED,
-		                           .op_index = s->chunk_first, .chunk_ops = t->n,
-		                           .chunk_key = t->key, .detail = *detail });
+		cg_emit_build_failed(s, t, *detail);
 		cg_chunk_failed(s, t, CG_R_BUILD_FAILED);
 		return CG_R_BUILD_FAILED;
 	}
@@ -294,7 +299,7 @@ enum cg_reason cg_build_graph(struct cg_stream *s, struct cg_chunk *t, const cha
 /* One more occurrence of `t` ran eagerly (learning), its content seen `sightings` times in
  * the loop so far (loop.h): advance its state. Returns the reason its ops ran eagerly. */
 enum cg_reason cg_learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sightings,
-                              const char **detail)
+                          const char **detail)
 {
 	const struct cg_engine_config *cfg = &s->e->cfg;
 	enum cg_reason r;
@@ -362,7 +367,7 @@ void cg_cut(struct cg_stream *s, bool learn_it, bool latest)
 		r = s->why;
 	if (s->passed)
 		cg_fallback(s, r, s->passed, report, (struct cg_event){ .op_index = s->chunk_first,
-		         .chunk_ops = sc->n, .chunk_key = t ? t->key : 0, .detail = detail });
+		            .chunk_ops = sc->n, .chunk_key = t ? t->key : 0, .detail = detail });
 	cg_chunk_ended(s, learn_it ? t : NULL);
 	cg_chunk_reset(s);
 }

@@ -113,6 +113,8 @@ static inline void stat_add(uint64_t *c, uint64_t v)
 /* ---- events and reasons */
 /* Hand an event to the backend (the report), stamped with the stream. */
 void cg_emit(struct cg_stream *s, struct cg_event ev);
+/* Building a graph of the chunk failed (`detail`: the backend's word on it). */
+void cg_emit_build_failed(struct cg_stream *s, const struct cg_chunk *t, const char *detail);
 /* `n` ops ran eagerly because of `r`: counted, and the first few of each reason reported. */
 void cg_fallback(struct cg_stream *s, enum cg_reason r, uint32_t n, bool report,
                  struct cg_event ev);
