@@ -53,7 +53,7 @@ static void chunk_event(struct cg_stream *s, enum cg_event_kind kind, enum cg_re
 /* ---- places ---------------------------------------------------------------------------- */
 
 /* Boundaries, or a long loop's iterations, restart the count of a chunk's ends (as its
- * instances, pick_instance). */
+ * instances, pick_instance in engine.c). */
 static uint64_t place_epoch(const struct cg_stream *s)
 {
 	return s->epoch + (s->per.period >= s->e->cfg.chunk_max ? s->per.iterations : 0);

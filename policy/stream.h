@@ -98,7 +98,8 @@ struct cg_stream {
 	uint8_t fallback_events[CG_R_COUNT];
 	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
 	struct cg_stats st;         /* one writer (the lock holder), read by cg_engine_stats */
-	uint64_t ctl_next;          /* st.ops at which control_op next counts every stream's ops */
+	uint64_t ctl_next;          /* st.ops at which control_op (engine.c) next counts every
+	                               stream's ops */
 	struct cg_stream *prev, *next;
 };
 
