@@ -8,12 +8,12 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "policy/backend.h"
 #include "policy/chunk.h"
 #include "policy/control.h"
-#include "policy/backend.h"
-#include "policy/records.h"
 #include "policy/gate.h"
 #include "policy/loop.h"
+#include "policy/records.h"
 
 #define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
 #define CG_SPLITS 32  /* exposed chunks a stream cuts in two (cg_cut_exposed), at most */
