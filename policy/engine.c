@@ -2,8 +2,10 @@
  * chunks of a loop align by themselves, whatever its period or prologue); a chunk seen `warmup`
  * times gets a graph. Replay: ops that match an armed chunk are deferred until it is complete,
  * then its graph is launched with the changed arguments patched in. Anything else runs eagerly,
- * in order, and is counted by reason. A stream's state and the primitives this builds on are in
- * stream.h and stream.c; the cost gate's samples in samples.c. */
+ * in order, and is counted by reason. Here: learning, the op's way in (cg_submit), boundaries
+ * and flushes, the controller's hooks, the pieces of armed chunks, streams' lifetimes. Deferring,
+ * following and launching an armed chunk are in replay.c, the cost gate's samples in samples.c,
+ * a stream's state and the primitives all of them build on in stream.h and stream.c. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +16,9 @@
 #include "policy/engine.h"
 #include "policy/gate.h"
 #include "policy/loop.h"
+#include "policy/replay.h"
 #include "policy/samples.h"
 #include "policy/stream.h"
-
-#define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
-#define CG_PLACE_SETTLED 3    /* runs by which a place's chunk leads another before it is trusted */
-#define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
 
 static void *libc_realloc(void *p, size_t n)
 {
@@ -45,367 +44,6 @@ double cg_engine_launch_saved_us(const struct cg_engine_config *cfg, double ops,
 {
 	struct cg_gate_costs c = cg_gate_costs_of(cfg);
 	return cg_gate_launch_saved_us(&c, ops, graph_launches);
-}
-
-/* ---- replay ----------------------------------------------------------------------------- */
-
-/* A graph for one more position of `t`, built with the deferred ops' own arguments. A failure
- * only means this position shares an instance (and patches more). */
-static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
-{
-	struct cg_engine *e = s->e;
-	if (!cg_reserve_graph(s, t))
-		return false;
-	size_t args = t->args_off[t->n];
-	void **xg = e->mem(t->xgraph, t->ninst * sizeof(*xg));
-	if (xg)
-		t->xgraph = xg;
-	unsigned char *xa = xg ? e->mem(t->xargs, t->ninst * args) : NULL;
-	if (xa)
-		t->xargs = xa;
-	void *graph = NULL;
-	const char *detail = NULL;
-	for (uint32_t i = 0; xa && i < t->n; i++)
-		cg_scratch_op(&s->sc, i, &s->ops[i]);
-	if (!xa || e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, &detail) != 0) {
-		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
-		cg_emit_build_failed(s, t, detail);
-		return false;
-	}
-	t->xgraph[t->ninst - 1] = graph;
-	t->ninst++;
-	cg_chunk_hold_inst_args(t, t->ninst - 1, &s->sc);
-	ST(s, graphs_built, 1);
-	__atomic_fetch_add(&e->built, 1, __ATOMIC_RELAXED);
-	return true;
-}
-
-/* Which instance runs this occurrence: its position since the last program boundary or, in a
- * loop longer than a chunk, the start of the loop's iteration (a loop with no host sync would
- * otherwise cycle through every instance and hold CG_INSTANCES graphs of each chunk). */
-static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
-{
-	uint64_t epoch = s->epoch;
-	if (s->per.period >= s->e->cfg.chunk_max)
-		epoch += s->per.iterations;
-	if (t->occ_epoch != epoch) {
-		t->occ_epoch = epoch;
-		t->occ = 0;
-	}
-	/* A short loop's unit of 8 ops recurs four times as often as a chunk of 32 would: as many
-	 * nodes in all keep every position its own instance (a kernel launched 1000 times). */
-	uint32_t most = CG_INSTANCE_OPS / t->n;
-	if (most < CG_INSTANCES)
-		most = CG_INSTANCES;
-	uint32_t k = t->occ++ % most;
-	if (k < t->ninst)
-		return k;
-	if (k == t->ninst && add_instance(s, t))
-		return k;
-	return k % t->ninst;
-}
-
-/* ---- the deferral budget ------------------------------------------------------------------ */
-
-#define BUDGET_WINDOW 64   /* completed deferrals over which the budget may come down */
-
-/* A chunk timed out: the stream's budget doubles (the flusher reads it for the next one). */
-static void budget_timeout(struct cg_stream *s)
-{
-	const struct cg_engine_config *c = &s->e->cfg;
-	uint64_t b = s->budget_ns, cap = c->defer_budget_ns * c->budget_cap;
-	if (!b || b >= cap)
-		return;
-	__atomic_store_n(&s->budget_ns, 2 * b < cap ? 2 * b : cap, __ATOMIC_RELAXED);
-	ST(s, budget_raises, 1);
-	s->budget_peak = 0;
-	s->budget_runs = 0;
-}
-
-/* Deferred work is launched as its chunk: how long it waited. Once a window of deferrals all
- * completed within half the budget, the budget comes down to twice the longest of them. */
-static void budget_completed(struct cg_stream *s)
-{
-	uint64_t since = __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
-	uint64_t b = s->budget_ns, base = s->e->cfg.defer_budget_ns;
-	if (!since || b <= base)
-		return;
-	uint64_t now = s->e->now_ns(), waited = now > since ? now - since : 0;
-	if (waited > s->budget_peak)
-		s->budget_peak = waited;
-	if (++s->budget_runs < BUDGET_WINDOW)
-		return;
-	if (2 * s->budget_peak < b)
-		__atomic_store_n(&s->budget_ns, 2 * s->budget_peak > base ? 2 * s->budget_peak : base,
-		                 __ATOMIC_RELAXED);
-	s->budget_peak = 0;
-	s->budget_runs = 0;
-}
-
-/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
- * launch it. On failure nothing ran, so the ops go eagerly, in order. */
-static void launch_chunk(struct cg_stream *s, struct cg_chunk *t)
-{
-	budget_completed(s);
-	uint64_t since = __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
-	if (since && t->span_n < CG_SPAN_RUNS) {
-		uint64_t now = s->e->now_ns();
-		t->span_us += now > since ? (double)(now - since) / 1e3 : 0;
-		t->span_n++;
-	}
-	s->just_launched = t->key;
-	const struct cg_engine *e = s->e;
-	const struct cg_scratch *sc = &s->sc;
-	const char *detail = NULL;
-	enum cg_reason r = CG_R_NONE;
-	uint32_t patched = 0;
-	uint32_t k = pick_instance(s, t);
-	unsigned char *inst_args = cg_chunk_inst_args(t, k);
-	void *graph = k ? t->xgraph[k - 1] : t->graph;
-	enum timing timing = cg_timing_wanted(s, t);
-	if (timing == TIME_EAGER && cg_eager_sample(s, t))
-		return;
-
-	for (uint32_t i = 0; i < t->n; i++) {
-		unsigned char *held = inst_args + t->args_off[i];
-		const unsigned char *now = sc->bytes + sc->args_off[i];
-		if (memcmp(held, now, sc->args_len[i]) == 0)
-			continue;
-		struct cg_op op;
-		cg_scratch_op(sc, i, &op);
-		if (e->be->patch(e->be_ctx, graph, i, &op, &detail) != 0) {
-			r = CG_R_PATCH_FAILED;
-			break;
-		}
-		memcpy(held, now, sc->args_len[i]);
-		patched++;
-	}
-	bool timed = !r && timing == TIME_GRAPH &&
-	             e->be->time_begin(e->be_ctx, s->be_stream, t->key, true);
-	if (!r && e->be->launch(e->be_ctx, s->be_stream, graph, &detail) != 0)
-		r = CG_R_LAUNCH_FAILED;
-	if (timed) {
-		e->be->time_end(e->be_ctx, s->be_stream, !r);
-		__atomic_fetch_add(&s->e->timed, 1, __ATOMIC_RELAXED);
-		t->timed_graph += !r;
-		t->timed_at = t->launched + 1;
-	}
-	ST(s, patches, patched);
-	if (r) {
-		cg_submit_deferred(s, r, (struct cg_event){ .op_index = s->chunk_first,
-		                                            .chunk_ops = t->n, .chunk_key = t->key,
-		                                            .detail = detail });
-		cg_chunk_failed(s, t, r);
-	} else {
-		ST(s, ops_replayed, t->n);
-		ST(s, graph_launches, 1);
-		if (!__atomic_load_n(&s->e->launched, __ATOMIC_RELAXED))
-			__atomic_store_n(&s->e->launched, true, __ATOMIC_RELAXED);
-		t->launched++;
-		t->last_used = ++s->tick;
-		cg_stop_deferring(s);
-	}
-	cg_chunk_ended(s, t);
-	cg_chunk_reset(s);
-}
-
-/* The deferred ops grew by one: launch a chunk they complete unless a longer one may follow,
- * and not wait for a longer one where the complete one is what ran at this place before (a
- * longer one that then stopped matching would cost the deferred ops a divergence). */
-static void after_match(struct cg_stream *s)
-{
-	s->complete = NULL;
-	for (uint32_t i = 0; i < s->ncand; i++)
-		if (s->cand[i]->n == s->sc.n)
-			s->complete = s->cand[i];
-	if (s->complete && (s->ncand == 1 || s->complete == s->expect)) {
-		if (s->ncand > 1)
-			ST(s, place_launches, 1);
-		launch_chunk(s, s->complete);
-	}
-}
-
-static bool grow_cand(struct cg_stream *s)
-{
-	uint32_t cap = s->cand_cap * 2;
-	struct cg_chunk **p = s->e->mem(s->cand, cap * sizeof(*p));
-	if (!p)
-		return false;
-	s->cand = p;
-	s->cand_cap = cap;
-	return true;
-}
-
-/* The op is the first deferred one. */
-static void begin_deferring(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
-{
-	cg_push_op(s, op, hash);
-	s->deferring = true;
-	cg_mark_pending(s);
-}
-
-/* At a chunk start: defer the op if it starts one or more armed chunks, unless the chunk that
- * ran at this place lately starts with it too and has no graph (disabled, learning, evicted):
- * an armed chunk that starts alike elsewhere (another layer, the backward pass) would only
- * make the deferred ops diverge where that one continues. The one that ran here is the
- * candidate preferred. `here`, `margin`: that chunk's key and lead (cg_places_predict; 0: none). */
-static bool start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
-                           uint64_t here, uint32_t margin)
-{
-	uint32_t need = 0;
-	s->ncand = 0;
-	s->expect = NULL;
-	for (struct cg_chunk *t = cg_index_armed(&s->ix, hash); t; t = t->armed_next) {
-		if (!cg_chunk_op_matches(t, 0, op, hash))
-			continue;
-		if (s->ncand == s->cand_cap && !grow_cand(s))
-			break;  /* fewer candidates only means more eager work */
-		s->cand[s->ncand++] = t;
-		if (t->key == here)
-			s->expect = t;
-		if (cg_chunk_bytes(t) > need)
-			need = cg_chunk_bytes(t);
-	}
-	if (!s->ncand)
-		return false;
-	/* The chunk of this place has no graph: a candidate that it begins with completes here
-	 * (prefer the longest such). None does: they can only diverge, so once this place is
-	 * settled (a chunk learned from wherever a flush or a divergence left the deferred ops,
-	 * different every time, is no reason to stay eager), its ops run eagerly as that chunk. */
-	if (here && !s->expect) {
-		const struct cg_chunk *t = cg_index_find_key(&s->ix, here);
-		if (t && t->state != CG_CHUNK_ARMED && cg_chunk_op_matches(t, 0, op, hash)) {
-			for (uint32_t i = 0; i < s->ncand; i++)
-				if (cg_chunk_begins(t, s->cand[i]) &&
-				    (!s->expect || s->cand[i]->n > s->expect->n))
-					s->expect = s->cand[i];
-			/* Settled too: a place where a chunk still learning came at each sighting so far,
-			 * unrivalled. Deferred, its next sighting (the one that arms it, at the default
-			 * warmup) would only diverge, or be cut by the boundary that ends it while still a
-			 * prefix, and lose the eager sample its learning holds it for. */
-			bool settled = margin >= CG_PLACE_SETTLED ||
-			               (t->state == CG_CHUNK_LEARNING && margin >= t->seen);
-			if (!s->expect && settled) {
-				ST(s, place_eager, 1);
-				s->ncand = 0;
-				s->eager_place = t;
-				return false;
-			}
-		}
-	}
-	/* Room for the longest candidate now, so that deferred ops are never lost to memory. */
-	if (!cg_scratch_reserve(&s->sc, need, s->e->mem)) {
-		/* Reported here; the chunk's ops are counted when it is cut. */
-		s->ncand = 0;
-		s->why = CG_R_NO_MEMORY;
-		cg_fallback(s, CG_R_NO_MEMORY, 0, true, (struct cg_event){ .op_index = s->op_index - 1 });
-		return false;
-	}
-	begin_deferring(s, op, hash);
-	after_match(s);
-	return true;
-}
-
-/* While deferring: keep the candidates whose next op is this one. False when none is left. */
-static bool follow(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
-{
-	uint32_t pos = s->sc.n, kept = 0;
-	bool expect_kept = false;  /* `expect` is always one of the candidates: matched once */
-	for (uint32_t i = 0; i < s->ncand; i++) {
-		struct cg_chunk *t = s->cand[i];
-		if (t->n > pos && cg_chunk_op_matches(t, pos, op, hash)) {
-			s->cand[kept++] = t;
-			expect_kept |= t == s->expect;
-		}
-	}
-	if (!kept)
-		return false;  /* nothing was overwritten: cand[] still names the old candidates */
-	if (!expect_kept)
-		s->expect = NULL;
-	s->ncand = kept;
-	cg_push_op(s, op, hash);
-	after_match(s);
-	return true;
-}
-
-/* A site's name for an op: its kernel name (copied: the site outlives the stream) or hash. */
-static void site_name(char *to, const struct cg_op *op)
-{
-	if (!op) {
-		to[0] = 0;
-		return;
-	}
-	if (!op->name) {
-		static const char hex[] = "0123456789abcdef";
-		to[0] = '#';
-		for (int i = 0; i < 16; i++)
-			to[1 + i] = hex[(op->hash >> (60 - 4 * i)) & 15];
-		to[17] = 0;
-		return;
-	}
-	size_t n = strlen(op->name);
-	if (n >= CG_SITE_NAME)
-		n = CG_SITE_NAME - 1;
-	memcpy(to, op->name, n);
-	to[n] = 0;
-}
-
-/* One more divergence at this site; a new site takes the place of the least frequent one
- * when all are taken (the sites that keep diverging stay). */
-static void note_site(struct cg_engine *e, const struct cg_op *expected, const struct cg_op *got,
-                      uint32_t at, uint32_t ops)
-{
-	struct cg_divergence_site site = { .count = 1, .at = at, .ops = ops };
-	site_name(site.expected, expected);
-	site_name(site.got, got);
-	pthread_mutex_lock(&e->lock);
-	struct cg_divergence_site *least = &e->sites[0];
-	for (uint32_t i = 0; i < CG_SITES; i++) {
-		struct cg_divergence_site *t = &e->sites[i];
-		if (t->count && t->at == at && t->ops == ops && strcmp(t->expected, site.expected) == 0 &&
-		    strcmp(t->got, site.got) == 0) {
-			t->count++;
-			pthread_mutex_unlock(&e->lock);
-			return;
-		}
-		if (t->count < least->count)
-			least = t;
-	}
-	*least = site;
-	pthread_mutex_unlock(&e->lock);
-}
-
-/* No candidate continues with `op` and none is complete: the deferred ops run eagerly and stay
- * the start of the chunk being learned, so that this variant is learned with its own prefix
- * and later matched through it. */
-static void diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
-{
-	uint32_t pos = s->sc.n, ops = 0;
-	struct cg_op expected = { 0 };
-	for (uint32_t i = 0; i < s->ncand; i++) {
-		const struct cg_chunk *t = s->cand[i];
-		if (t->n > pos) {
-			ops = t->n;
-			expected = (struct cg_op){ .sig = t->sig + t->sig_off[pos],
-			    .sig_len = t->sig_off[pos + 1] - t->sig_off[pos],
-			    .args = t->args + t->args_off[pos],
-			    .args_len = t->args_off[pos + 1] - t->args_off[pos],
-			    .hash = t->hash[pos], .name = t->name[pos] };
-			break;
-		}
-	}
-	struct cg_op got = *op;
-	got.hash = hash;
-	ST(s, divergences, 1);
-	note_site(s->e, expected.sig ? &expected : NULL, &got, pos, ops);
-	cg_submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
-	                   .chunk_ops = pos, .expected = expected.sig ? &expected : NULL,
-	                   .got = &got });
-	s->why = CG_R_DIVERGENCE;
-	/* The deferred ops end where the loop is cut (loop.c): they are a chunk of their own, as
-	 * they are where they were learned, so that the cuts after them stay in step. */
-	if (cg_loop_cut_before(&s->per))
-		cg_cut(s, true, false);
 }
 
 /* A unit of a short loop ends here, after ops that are no part of it (the stretch before the
@@ -617,7 +255,7 @@ static void rest_grew(struct cg_stream *s)
 		return;
 	arm_piece(s);
 	if (s->complete)
-		launch_chunk(s, s->complete);
+		cg_launch_chunk(s, s->complete);
 	else
 		rest_eager(s);
 }
@@ -634,7 +272,7 @@ static bool start_rest(struct cg_stream *s, struct cg_chunk *rest, uint32_t at,
 	s->ncand = 0;
 	s->rest = rest;
 	s->rest_at = at;
-	begin_deferring(s, op, hash);
+	cg_begin_deferring(s, op, hash);
 	rest_grew(s);
 	return true;
 }
@@ -668,13 +306,13 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 		return learn(s, op, hash);
 	}
 	if (s->deferring) {
-		if (follow(s, op, hash))
+		if (cg_follow_deferred(s, op, hash))
 			return CG_TAKEN;
 		if (!s->complete) {
-			diverge(s, op, hash);
+			cg_diverge(s, op, hash);
 			return learn(s, op, hash);
 		}
-		launch_chunk(s, s->complete);  /* then `op` starts a chunk */
+		cg_launch_chunk(s, s->complete);  /* then `op` starts a chunk */
 		s->just_launched = 0;
 	}
 	/* A boundary's rest is for the op right after it. */
@@ -685,7 +323,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 			/* the chunk that ran at this place lately, which both ask after */
 			uint32_t margin = 0;
 			uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
-			if (start_deferral(s, op, hash, here, margin) ||
+			if (cg_start_deferral(s, op, hash, here, margin) ||
 			    start_rest(s, rest, s->rest_at, op, hash))
 				return CG_TAKEN;
 			cg_start_hold(s, op, hash, here);
@@ -701,7 +339,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 static void end_deferral(struct cg_stream *s, enum cg_reason why)
 {
 	if (s->complete) {
-		launch_chunk(s, s->complete);
+		cg_launch_chunk(s, s->complete);
 		return;
 	}
 	cg_submit_deferred(s, why, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = s->sc.n });
@@ -800,7 +438,7 @@ static bool split_on_timeout(struct cg_stream *s)
 	ST(s, chunks_learned, 1);
 	if (cg_build_graph(s, pre, &detail) != CG_R_NONE)
 		return false;
-	launch_chunk(s, pre);
+	cg_launch_chunk(s, pre);
 	return true;
 }
 
@@ -815,7 +453,7 @@ bool cg_flush(struct cg_stream *s, enum cg_reason why)
 	if (!s->deferring)
 		return false;
 	if (why == CG_R_TIMEOUT)
-		budget_timeout(s);
+		cg_budget_timeout(s);
 	if (why == CG_R_TIMEOUT && !s->complete && !s->rest && !s->e->cfg.record_only &&
 	    split_on_timeout(s))
 		return true;
