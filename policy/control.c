@@ -63,7 +63,8 @@ void cg_control_summarize(const struct cg_control *c, struct cg_control_summary 
 {
 	*out = (struct cg_control_summary){ .defer = c->defer, .phase = c->phase,
 	                                    .decisions = c->decisions, .flips = c->flips,
-	                                    .last = c->last, .trust_cut = c->trust_cut,
+	                                    .last = c->last,
+	                                    .trust_cut = c->slow >= CG_CONTROL_TRUST_SLOW,
 	                                    .trust_cut_ns = c->slow_ns,
 	                                    .eager_ref_ns = c->eager_ref };
 }
@@ -270,8 +271,7 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 		} else {
 			c->slow = 0;
 		}
-		c->trust_cut = c->slow >= CG_CONTROL_TRUST_SLOW;
-		if (!c->trust_cut && --c->hold)
+		if (c->slow < CG_CONTROL_TRUST_SLOW && --c->hold)
 			return false;
 		c->hold = 0;
 		start_probe(c);

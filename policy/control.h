@@ -54,9 +54,9 @@ struct cg_control {
 	uint64_t nring;
 	uint32_t period;
 	double eager_ref;           /* ns per op of the fastest epoch before graphs (0: none) */
-	uint32_t slow;              /* trusted epochs in a row clearly slower than eager_ref */
+	uint32_t slow;              /* trusted epochs in a row clearly slower than eager_ref (kept
+	                               after the trust: CG_CONTROL_TRUST_SLOW of them ended it) */
 	double slow_ns;             /* ns per op of the latest of them */
-	bool trust_cut;             /* the trust ended on such epochs, not by running out */
 	/* The current probe's epochs, ns per op and each epoch's length in ns, [0] eager,
 	 * [1] graphed. */
 	double sample[2][CG_CONTROL_SAMPLES];
