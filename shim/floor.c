@@ -121,11 +121,11 @@ void cg_floor_graph_launch(CUgraphExec exec)
 void cg_floor_start(void)
 {
 	ring = malloc(sizeof(*ring));
-	snaps = malloc(SNAPS * sizeof(*snaps));  /* without it, no later-half window: the run */
 	if (!ring) {
 		cg_log(CG_LOG_WARN, "CUGRAFT_PROFILE: no memory for the boundary sequence; profile is off");
 		return;
 	}
+	snaps = malloc(SNAPS * sizeof(*snaps));  /* without it, no later-half window: the run */
 	cg_clock_fn clock = mono;
 	activity = cg_activity_start(mono, &clock, &activity_why);
 	now = clock;
