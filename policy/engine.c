@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "policy/chunk.h"
 #include "policy/clock.h"
 #include "policy/control.h"

@@ -1,6 +1,5 @@
 /* A stream's primitives (stream.h): what the state machine and the cost gate's samples do to
  * a stream's current chunk, its chunks' graphs and its reports. */
-#include <string.h>
 #include "policy/stream.h"
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
