@@ -16,7 +16,7 @@
 #define LOCK_RUN 32           /* matching contexts that lock a period longer than this */
 /* A shorter period locks once this many ops past one whole period matched (a context is
  * already CG_PERIOD_CONTEXT matching ops): a loop of 14 ops locks in its third iteration. */
-#define MIN_MATCH 8
+#define MIN_MATCH 0
 
 void cg_loop_init(struct cg_loop *p, uint32_t gap, uint32_t unit_max, uint32_t warmup)
 {
@@ -183,9 +183,11 @@ void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx)
 
 void cg_loop_try_lock(struct cg_loop *p, uint64_t t)
 {
-	uint32_t need = LOCK_RUN, ops = p->cand + MIN_MATCH;  /* ops to match: run + CONTEXT - 1 */
+	/* A shorter period locks once one whole period matched the one before (run + CONTEXT - 1
+	 * ops): a loop of 14 ops at the end of its second iteration. */
+	uint32_t need = LOCK_RUN;
 	if (p->cand < LOCK_RUN)
-		need = ops > CG_PERIOD_CONTEXT ? ops - CG_PERIOD_CONTEXT + 1 : 1;
+		need = p->cand > CG_PERIOD_CONTEXT ? p->cand - CG_PERIOD_CONTEXT + 1 : 1;
 	if (p->cand && p->run >= need)
 		lock(p, t);
 }

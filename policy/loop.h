@@ -15,7 +15,7 @@
 
 /* Ops in a context: long enough that a loop of few distinct kernels still has contexts that
  * occur once per iteration, short enough that extra work disturbs few of them. */
-#define CG_PERIOD_CONTEXT 16
+#define CG_PERIOD_CONTEXT 8
 
 struct cg_loop {
 	/* Over the last `mask + 1` ops: the hash of each op with the CG_PERIOD_CONTEXT - 1 ops
@@ -76,13 +76,13 @@ void cg_loop_try_lock(struct cg_loop *p, uint64_t t);
 void cg_loop_wrap(struct cg_loop *p, uint64_t t, uint32_t ctx);
 void cg_loop_due(struct cg_loop *p, uint64_t t, uint32_t ctx);
 
-/* The window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^16 takes out the op leaving it. */
+/* The window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^8 takes out the op leaving it. */
 #define CG_PERIOD_MUL 0x9e3779b97f4a7c15ull
 #define CG_PERIOD_MUL2 (CG_PERIOD_MUL * CG_PERIOD_MUL)
 #define CG_PERIOD_MUL4 (CG_PERIOD_MUL2 * CG_PERIOD_MUL2)
 #define CG_PERIOD_MUL8 (CG_PERIOD_MUL4 * CG_PERIOD_MUL4)
 #define CG_PERIOD_MUL16 (CG_PERIOD_MUL8 * CG_PERIOD_MUL8)
-_Static_assert(CG_PERIOD_CONTEXT == 16, "CG_PERIOD_MUL16 is the multiplier to that power");
+_Static_assert(CG_PERIOD_CONTEXT == 8, "CG_PERIOD_MUL8 is the multiplier to that power");
 
 /* One more op; sets p->cut. Inline (it runs on every launch), O(1) amortised. */
 static inline void cg_loop_push(struct cg_loop *p, uint64_t hash, void *(*mem)(void *, size_t))
@@ -94,7 +94,7 @@ static inline void cg_loop_push(struct cg_loop *p, uint64_t hash, void *(*mem)(v
 		return;
 	uint64_t t = p->t++;
 	uint64_t *out = &p->last[t % CG_PERIOD_CONTEXT];
-	p->window = p->window * CG_PERIOD_MUL + hash - *out * CG_PERIOD_MUL16;
+	p->window = p->window * CG_PERIOD_MUL + hash - *out * CG_PERIOD_MUL8;
 	*out = hash;
 	uint32_t ctx = (uint32_t)(cg_fmix64(p->window) >> 32) | 1;  /* 0: empty */
 	p->ctx = ctx;

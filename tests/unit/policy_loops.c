@@ -2,7 +2,7 @@
  * ops), prologue, identical sub-blocks (layers) and occasional extra work, replays at least
  * 95% of its ops once WARMUP+2 of its iterations have passed, and runs exactly what it
  * submitted; short loops with a host copy every few iterations (shaped like a cuBLAS program
- * with a checksum every 10 steps) replay at least 90% of all their ops. */
+ * with a checksum every 10 steps) replay at least 92% of all their ops. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +21,7 @@
 #define MEASURED 40       /* iterations measured after the warm-up ones */
 /* A loop of fewer than 8 ops (one kernel, two) is cut into units of 32 ops, half a chunk (so
  * that tiny kernels do not pay a graph launch every few of them): it is found repeating after
- * two of the period detector's 16-op contexts, then its first unit is seen WARMUP times and the
+ * two of the period detector's 8-op contexts, then its first unit is seen WARMUP times and the
  * next one replays. It is given that many ops of warm-up (at least WARMUP+2 iterations), and
  * its measured window at least MEASURED chunks of ops (so that the chunk still deferred at the
  * end does not decide it). */
@@ -273,6 +273,8 @@ static void run_timed(struct loop *l, uint32_t iters, uint32_t every, double eag
 	uint32_t skip = warmup_iterations(l, &cfg);
 	struct cg_stats before = { 0 }, st;
 	out->first = 0;
+	for (uint32_t i = 0; i < l->prologue; i++)
+		submit(&w, l, KINDS - 1 - i, 50000 + i);
 	for (uint32_t it = 0; it < iters; it++) {
 		for (uint32_t i = 0; i < l->period; i++) {
 			submit(&w, l, l->body[i], i);
@@ -313,19 +315,21 @@ static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct sho
 }
 
 /* conf-cublas's step: kernels around cuBLAS and cuBLASLt launches, a chaining kernel five
- * times and a squashing one three times (same signatures, other arguments). */
-static void make_blas_step(struct loop *l)
+ * times and a squashing one three times (same signatures, other arguments); before the loop,
+ * `prologue` kernels that initialise its buffers. */
+static void make_blas_step(struct loop *l, uint32_t prologue)
 {
 	static const uint32_t step[14] = { 0, 1, 2, 3, 1, 4, 3, 5, 3, 6, 7, 1, 1, 1 };
 	struct rng r = { 0x51ed2701 };
 	make_loop(l, &r, 14);
 	memcpy(l->body, step, sizeof(step));
+	l->prologue = prologue;
 }
 
-/* 40 steps, a host copy every 10: replayed from the fourth step on (the first three are seen,
- * the fourth replays) and one step's eager cost sample, so at least 90% of all ops replayed,
- * counting from the first; also with a copy every step or every 5, and 43 steps (a tail
- * without its copy). */
+/* 40 steps, a host copy every 10: the period is found at the end of the second step, so the
+ * loop replays from the third step on (the first two are seen) but for one step's eager cost
+ * sample: at least 92% of all ops replayed, counting from the prologue; also with a copy every
+ * step or every 5, and 43 steps (a tail without its copy). */
 static void test_short_loop_with_host_copies(void **state)
 {
 	static struct loop l;
@@ -333,7 +337,7 @@ static void test_short_loop_with_host_copies(void **state)
 	bool verbose = getenv("CG_LOOPS_VERBOSE") != NULL;
 	for (uint32_t e = 0; e < 4; e++)
 		for (uint32_t iters = 40; iters <= 43; iters += 3) {
-			make_blas_step(&l);
+			make_blas_step(&l, 5);
 			struct short_result res;
 			run_short(&l, iters, every[e], &res);
 			if (verbose || (every[e] == 10 && iters == 40))
@@ -342,10 +346,10 @@ static void test_short_loop_with_host_copies(void **state)
 				              "%llu learning, %llu cost samples\n", iters, every[e], res.all,
 				              res.after, res.first, (unsigned long long)res.learning,
 				              (unsigned long long)res.samples);
-			assert_true(res.first >= 1 && res.first <= 3 + 2);
-			assert_true(res.learning <= 3 * 14);  /* three steps seen, no more */
+			assert_true(res.first >= 1 && res.first <= 3);
+			assert_true(res.learning <= l.prologue + 2 * 14);  /* two steps seen, no more */
 			assert_true(res.samples <= 14);       /* one eager sample: graphs win */
-			assert_true(res.replayed * 10 >= res.ops * 9);  /* 90%, exactly */
+			assert_true(res.replayed * 100 >= res.ops * 92);  /* 92%, exactly */
 			assert_true(res.after >= 0.95);
 		}
 }
@@ -360,15 +364,15 @@ static void test_short_loop_samples_from_learning(void **state)
 {
 	static struct loop l;
 	for (uint32_t every = 1; every <= 10; every += 9) {
-		make_blas_step(&l);
+		make_blas_step(&l, 0);
 		struct short_result res;
 		run_timed(&l, 40, every, 600.0, 300.0, &res);
 		print_message("14-op loop, GEMM-sized, host copy every %u: replayed %.3f of all "
 		              "ops; eager: %llu learning, %llu cost samples\n", every, res.all,
 		              (unsigned long long)res.learning, (unsigned long long)res.samples);
-		assert_true(res.learning <= 3 * 14);
+		assert_true(res.learning <= 2 * 14);
 		assert_int_equal(res.samples, every == 1 ? 0 : 14);
-		assert_true(res.replayed * 10 >= res.ops * 9);
+		assert_true(res.replayed * 1000 >= res.ops * 925);
 	}
 }
 
