@@ -39,7 +39,11 @@
  * win of a few percent re-probed every 16 epochs ran eager 6% of the time). */
 #define CG_CONTROL_PROBE_EPOCHS 0.02
 /* The first probe's eager epochs are a price a short job never earns back, and the graphs have
- * passed their chunks' tests already: they run CG_CONTROL_TRUST settled epochs before it. What
+ * passed their chunks' tests already: they run CG_CONTROL_TRUST settled epochs before it, and
+ * CG_CONTROL_TRUST_NS of the program's time (epochs are 3 ms or more: 16 of a C loop's are
+ * 50 ms, and a 50-step trainer ended inside its probe's eager epochs; a job that runs no longer
+ * than this after its graphs can lose at most that share of it to graphs slower by less than
+ * the clear margin below, and a job that runs longer, little). What
  * those tests cannot see (work held back from a GPU the host then waits for, in ways no chunk
  * shows alone) is what the probe measures after them. CG_CONTROL_TRUST_SLOW graphed epochs in
  * a row, each clearly slower than every eager epoch before the graphs (CG_CONTROL_CLEAR_EAGER),
@@ -47,6 +51,7 @@
  * alone is not enough: in a short multi-stream program a single epoch now and then runs that
  * slow in either mode, and a probe started on it took half the program's ops eager. */
 #define CG_CONTROL_TRUST 16
+#define CG_CONTROL_TRUST_NS 200000000u
 #define CG_CONTROL_TRUST_SLOW 2
 /* Epochs in a row that a probe may skip because graphs were built or timed in them (one-time
  * costs that say nothing about either mode); after that the epoch counts as it is. */
@@ -258,11 +263,12 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 		/* this epoch is the trust's first */
 		c->phase = CG_CTL_TRUST;
 		c->hold = CG_CONTROL_TRUST;
+		c->trusted_ns = 0;
 		c->slow = 0;
 		/* fall through */
 	case CG_CTL_TRUST:
-		/* Counted in settled epochs; CG_CONTROL_TRUST_SLOW in a row clearly slower than the
-		 * eager epochs before the graphs end the trust. */
+		/* Counted in settled epochs and their time; CG_CONTROL_TRUST_SLOW in a row clearly
+		 * slower than the eager epochs before the graphs end the trust. */
 		if (!graphed)
 			return false;
 		if (c->eager_ref && per_op * CG_CONTROL_CLEAR_EAGER > c->eager_ref) {
@@ -271,7 +277,11 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 		} else {
 			c->slow = 0;
 		}
-		if (c->slow < CG_CONTROL_TRUST_SLOW && --c->hold)
+		c->trusted_ns += epoch_ns;
+		if (c->hold)
+			c->hold--;
+		if (c->slow < CG_CONTROL_TRUST_SLOW &&
+		    (c->hold || c->trusted_ns < CG_CONTROL_TRUST_NS))
 			return false;
 		c->hold = 0;
 		start_probe(c);

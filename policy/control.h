@@ -35,7 +35,8 @@ enum cg_control_phase {
 	CG_CTL_WAIT,   /* nothing graphed on the stream yet: nothing to decide */
 	CG_CTL_PROBE,  /* epochs alternate between deferring and not, each one timed */
 	CG_CTL_HOLD,   /* the faster mode runs; measured again after `hold` epochs */
-	CG_CTL_TRUST,  /* before the first probe: graphs run for `hold` settled epochs, unless
+	CG_CTL_TRUST,  /* before the first probe: graphs run for `hold` settled epochs and a
+	                  minimum time (control.c), unless
 	                  two in a row are clearly slower than the eager epochs before them
 	                  (control.c) */
 };
@@ -54,6 +55,7 @@ struct cg_control {
 	uint64_t nring;
 	uint32_t period;
 	double eager_ref;           /* ns per op of the fastest epoch before graphs (0: none) */
+	uint64_t trusted_ns;        /* time of the settled epochs trusted so far */
 	uint32_t slow;              /* trusted epochs in a row clearly slower than eager_ref (kept
 	                               after the trust: CG_CONTROL_TRUST_SLOW of them ended it) */
 	double slow_ns;             /* ns per op of the latest of them */

@@ -77,6 +77,14 @@ static void feed_interval(struct feed *f, uint32_t ops, double ns_eager, double 
 	f->wait = f->now;
 }
 
+/* Epochs the trust lasts where each takes `epoch_ns`: 16, and 200 ms. */
+static uint32_t trust_epochs(double epoch_ns)
+{
+	uint32_t n = (uint32_t)(200e6 / epoch_ns);
+	n += n * epoch_ns < 200e6;
+	return n > 16 ? n : 16;
+}
+
 /* A fresh controller fed intervals of `ops` ops until its first decision (or 1000 intervals). */
 static void feed_to_decision(struct feed *f, uint32_t ops, double ns_eager, double ns_graph)
 {
@@ -91,7 +99,7 @@ static void test_period_of_uneven_intervals(void **state)
 	static const uint32_t step[] = { 200, 5, 100, 300, 25 };
 	struct feed f;
 	feed_init(&f);
-	for (int it = 0; it < 400; it++)
+	for (int it = 0; it < 1000; it++)
 		for (int k = 0; k < 5; k++)
 			feed_interval(&f, step[k], 1000, 500);
 	assert_int_equal(f.c.period, 5);
@@ -111,8 +119,9 @@ static void test_losing_graphs_go_eager(void **state)
 	assert_int_equal(f.decisions, 1);
 	assert_false(f.last.defer);
 	assert_false(f.c.defer);
-	/* At least 3 epochs of each mode (5 where close), 4 intervals of 2 ms or more each. */
-	assert_true(f.intervals <= 2 * 5 * 4 + 8);
+	/* The trust's epochs, then at least 3 epochs of each mode (7 where close, as the first
+	 * probe overturns the graphs only on full samples): an interval of 3.3 ms each. */
+	assert_true(f.intervals <= 8 + trust_epochs(3.3e6) + 2 * CG_CONTROL_SAMPLES);
 	assert_true(f.last.eager_ns < f.last.graph_ns);
 	uint32_t eager_ops = 0, ops = 0;
 	for (int it = 0; it < 2000; it++) {
@@ -283,28 +292,49 @@ static void test_phase_change_noticed(void **state)
 	assert_true(f.c.flips >= 2);
 }
 
-/* Graphs 3.4x faster in a loop that is mostly launching: no eager epoch until CG_CONTROL_TRUST
- * settled epochs have run graphed, then a probe, which keeps graphs. */
-static void test_trust_before_first_probe(void **state)
+/* Feeds intervals of `ops` ops until the first decision; true when the trust ended at the
+ * first epoch that brought its time to 200 ms. *trusting: intervals that ended in the trust. */
+static bool trust_ended_at_its_time(struct feed *f, uint32_t ops, double ns_eager,
+                                    double ns_graph, uint32_t *trusting)
 {
-	struct feed f;
-	feed_init(&f);
-	uint32_t trusting = 0;
-	while (!f.decisions && f.intervals < 5000) {
-		uint64_t eager = f.eager_ns;
-		feed_interval(&f, 1000, 3400, 1000);
-		if (f.c.phase == CG_CTL_TRUST) {
-			trusting++;
-			assert_int_equal(f.eager_ns, eager);  /* nothing ran eagerly while trusting */
+	bool at_time = false;
+	*trusting = 0;
+	while (!f->decisions && f->intervals < 5000) {
+		uint64_t eager = f->eager_ns, before = f->c.trusted_ns;
+		bool was = f->c.phase == CG_CTL_TRUST;
+		feed_interval(f, ops, ns_eager, ns_graph);
+		if (f->c.phase == CG_CTL_TRUST) {
+			(*trusting)++;
+			assert_int_equal(f->eager_ns, eager);  /* nothing ran eagerly while trusting */
+		} else if (was) {
+			at_time = before < 200000000u && f->c.trusted_ns >= 200000000u;
 		}
 	}
-	/* 16 epochs of 3 intervals (3 ms of 1 ms intervals): an epoch ends at the first op after
-	 * its last wait, so each interval counted ends in the phase its epoch was in; the first
-	 * graphed epoch, which ends the wait, is the trust's first */
-	assert_int_equal(trusting, 15 * 3);
+	return at_time;
+}
+
+/* Graphs 3.4x faster in a loop that is mostly launching: no eager epoch until the trust has
+ * run CG_CONTROL_TRUST settled epochs graphed, and 200 ms of them, then a probe, which keeps
+ * graphs. */
+static void test_trust_before_first_probe(void **state)
+{
+	/* Epochs of 3 ms (3 intervals of 1 ms): 16 of them are 48 ms, the time decides. */
+	struct feed f;
+	feed_init(&f);
+	uint32_t trusting;
+	assert_true(trust_ended_at_its_time(&f, 1000, 3400, 1000, &trusting));
+	assert_true(trusting > 16 * 3);
 	assert_int_equal(f.decisions, 1);
 	assert_true(f.last.defer);
 	assert_int_equal(f.last.eager_samples, 1);
+	/* Epochs of one 20 ms interval: 16 of them are 320 ms, their count decides. An epoch ends
+	 * at the first op after its last wait, so each interval counted ends in the phase its epoch
+	 * was in; the first graphed epoch, which ends the wait, is the trust's first. */
+	feed_init(&f);
+	assert_false(trust_ended_at_its_time(&f, 200, 340000, 100000, &trusting));
+	assert_int_equal(trusting, 15);
+	assert_int_equal(f.decisions, 1);
+	assert_true(f.last.defer);
 }
 
 /* The chunks' tests can be wrong (work held back from a GPU the host waits for costs what no
@@ -323,9 +353,10 @@ static void test_trust_is_bounded(void **state)
 	assert_true(trusted);
 	assert_int_equal(f.decisions, 1);
 	assert_false(f.last.defer);
-	/* 8 intervals to find the period, 16 trusted epochs, then 7 of each mode (not clearly
-	 * slower, the trusted graphs are overturned only on full samples), one interval each */
-	assert_true(f.intervals <= 8 + 16 + 2 * CG_CONTROL_SAMPLES);
+	/* 8 intervals to find the period, the trusted epochs (3.3 ms each), then 7 of each mode
+	 * (not clearly slower, the trusted graphs are overturned only on full samples), one
+	 * interval each */
+	assert_true(f.intervals <= 8 + trust_epochs(3.3e6) + 2 * CG_CONTROL_SAMPLES);
 }
 
 /* The first probe after the trust: its first three epochs of each mode say eager by 5% (not
@@ -356,15 +387,15 @@ static void test_trust_ends_when_clearly_slower(void **state)
 		for (int i = 0; i < 20; i++)  /* 6 ms of learning: two epochs */
 			feed_interval_graphed(&f, 30, 10000, false);
 		assert_int_equal(f.c.phase, CG_CTL_WAIT);
-		uint32_t trusting = 0;
-		while (!f.decisions && f.intervals < 1000) {
-			feed_interval(&f, 300, 10000, clear ? 14000 : 11000);
-			trusting += f.c.phase == CG_CTL_TRUST;
-		}
+		uint32_t trusting;
+		bool at_time = trust_ended_at_its_time(&f, 300, 10000, clear ? 14000 : 11000,
+		                                       &trusting);
 		assert_int_equal(f.decisions, 1);
 		assert_false(f.last.defer);
-		/* one interval of 300 ops per epoch (3 ms or more) */
-		assert_int_equal(trusting, clear ? 1 : 15);
+		/* at once where clearly slower, else after its 200 ms */
+		assert_int_equal(at_time, !clear);
+		if (clear)
+			assert_int_equal(trusting, 1);
 	}
 }
 
@@ -416,7 +447,7 @@ static void test_no_wait_loop_windows(void **state)
 {
 	struct feed f;
 	feed_init(&f);
-	for (int i = 0; i < 200000 && !f.decisions; i++)
+	for (int i = 0; i < 1000000 && !f.decisions; i++)
 		feed_op(&f, 3400, 1000, true);
 	assert_int_equal(f.decisions, 1);
 	assert_true(f.last.defer);
@@ -553,9 +584,9 @@ static void test_engine_host_bound_stays_graphed(void **state)
 	rig_up(&r);
 	pace(200, 3400, 2500, 1000);
 	uint64_t late = 0, trusted = 0, probe_before = 0;
-	for (uint64_t it = 0; it < 1000; it++) {
+	for (uint64_t it = 0; it < 10000; it++) {  /* the trust's 200 ms are 7000 steps */
 		uint64_t t = step(&r, it);
-		late += it >= 900 ? t : 0;
+		late += it >= 9900 ? t : 0;
 		struct cg_control_summary cs;
 		cg_engine_control(r.e, &cs);
 		if (cs.phase == CG_CTL_TRUST) {
@@ -588,9 +619,9 @@ static void test_engine_exposed_loop_goes_eager(void **state)
 	rig_up(&r);
 	pace(20000, 3400, 2500, 22000);
 	uint64_t late = 0, decided_at = 0;
-	for (uint64_t it = 0; it < 300; it++) {
+	for (uint64_t it = 0; it < 600; it++) {
 		uint64_t t = step(&r, it);
-		late += it >= 200 ? t : 0;
+		late += it >= 500 ? t : 0;
 		if (r.fb.ndecisions && !decided_at)
 			decided_at = it;
 	}
@@ -598,9 +629,10 @@ static void test_engine_exposed_loop_goes_eager(void **state)
 	assert_false(r.fb.decision[0].defer);
 	assert_true(r.fb.decision[0].eager_ns < r.fb.decision[0].graph_ns);
 	/* Decided within a bounded number of steps: graphs settle by step 10 (warm-up, then the
-	 * cost gate's samples), an epoch is 2 steps (3 ms), 16 trusted epochs (graphs under 25%
-	 * slower do not end the trust early), a probe at most 7 epochs of each. */
-	assert_true(decided_at > 0 && decided_at <= 10 + 2 * (16 + 2 * CG_CONTROL_SAMPLES));
+	 * cost gate's samples), an epoch is 2 steps (3 ms or more), the trust 200 ms of them
+	 * (graphs under 25% slower do not end it early; a graphed step is over 2 ms), a probe at
+	 * most 7 epochs of each. */
+	assert_true(decided_at > 0 && decided_at <= 10 + 100 + 2 * 2 * CG_CONTROL_SAMPLES);
 	struct cg_stats st;
 	cg_engine_stats(r.e, &st);
 	assert_true(st.fallbacks[CG_R_MEASURED] > 0);
@@ -622,7 +654,7 @@ static void test_engine_phase_change(void **state)
 	rig_up(&r);
 	pace(20000, 3400, 2500, 22000);
 	uint64_t it = 0;
-	for (; it < 200; it++)
+	for (; it < 300; it++)
 		step(&r, it);
 	assert_true(r.fb.ndecisions >= 1);
 	assert_false(r.fb.decision[r.fb.ndecisions - 1].defer);
