@@ -25,7 +25,8 @@ void cg_loop_init(struct cg_loop *p, uint32_t gap, uint32_t unit_max, uint32_t w
 	p->unit_max = unit_max ? unit_max : 1;
 	p->warmup = warmup ? warmup : 1;
 	p->due_at = UINT64_MAX;
-	p->boundary_at = UINT64_MAX;
+	for (uint32_t i = 0; i < CG_LOOP_BOUNDARIES; i++)
+		p->boundary_at[i] = UINT64_MAX;
 }
 
 void cg_loop_fini(struct cg_loop *p, void *(*mem)(void *, size_t))
@@ -57,6 +58,32 @@ static bool grow(struct cg_loop *p, void *(*mem)(void *, size_t))
 	p->seen = seen;
 	p->mask = cap - 1;
 	return true;
+}
+
+static bool boundary_after(const struct cg_loop *p, uint64_t at)
+{
+	for (uint32_t i = 0; i < CG_LOOP_BOUNDARIES; i++)
+		if (p->boundary_at[i] == at)
+			return true;
+	return false;
+}
+
+/* The latest program boundary that marks a place of the loop found at op t, which has repeated
+ * for `span` ops (UINT64_MAX: none): one right before the loop began, or one inside it that came
+ * at the same place of the iteration before as well. A boundary that came once (the first
+ * iteration loading its modules, a kernel's first launch of a new shape) says nothing of where
+ * iterations start. */
+static uint64_t loop_boundary(const struct cg_loop *p, uint64_t t, uint64_t span)
+{
+	uint32_t n = p->boundaries < CG_LOOP_BOUNDARIES ? p->boundaries : CG_LOOP_BOUNDARIES;
+	for (uint32_t k = 1; k <= n; k++) {
+		uint64_t b = p->boundary_at[(p->boundaries - k) % CG_LOOP_BOUNDARIES];
+		if (b >= t || t - b > span + 1)
+			break;  /* older ones are older still */
+		if (t - b >= span || (b >= p->period && boundary_after(p, b - p->period)))
+			return b;
+	}
+	return UINT64_MAX;
 }
 
 /* The hypothesis held long enough: lock it. The anchor stays when it occurs in the new loop (a
@@ -93,14 +120,15 @@ static void lock(struct cg_loop *p, uint64_t t)
 	 * for `span` ops, each more op is one more. Found later than that (a short warmup), it ends
 	 * at the next whole number of periods from where the loop began, as it would have: the
 	 * iteration's first op, not the op where the period locked, starts each unit. Where the
-	 * program made a boundary inside the loop (or right before it), the unit ends at the same
-	 * place of an iteration, so that the boundary, if it comes again, falls between two units. */
+	 * program made a boundary right before the loop, or one inside it that came the iteration
+	 * before too (loop_boundary), the unit ends at the same place of an iteration, so that the
+	 * boundary, when it comes again, falls between two units. */
 	uint64_t span = p->run + CG_PERIOD_CONTEXT - 1 + (uint64_t)p->period;
 	uint64_t need = (uint64_t)(p->warmup - 1) * p->period + p->unit;
 	uint64_t late = need > span ? 0 : (span - need) % p->period;
 	uint64_t due = t + (need > span ? need - span : (p->period - late) % p->period);
-	uint64_t b = p->boundary_at;
-	if (b < t && t - b <= span + 1)
+	uint64_t b = loop_boundary(p, t, span);
+	if (b != UINT64_MAX)
 		due = b + (due - b + p->period - 1) / p->period * p->period;
 	p->adopt = false;
 	p->anchor = 0;  /* no cut until then */
@@ -139,7 +167,7 @@ void cg_loop_boundary(struct cg_loop *p)
 	uint32_t at = p->ctx;
 	bool same = at && at == p->boundary_ctx;
 	p->boundary_ctx = at;
-	p->boundary_at = p->t ? p->t - 1 : UINT64_MAX;
+	p->boundary_at[p->boundaries++ % CG_LOOP_BOUNDARIES] = p->t ? p->t - 1 : UINT64_MAX;
 	if (!p->unit || !same || p->since == 0 || p->due_at != UINT64_MAX)
 		return;
 	p->anchor = at;

@@ -17,6 +17,8 @@
  * occur once per iteration, short enough that extra work disturbs few of them. */
 #define CG_PERIOD_CONTEXT 8
 
+#define CG_LOOP_BOUNDARIES 8  /* latest program boundaries remembered */
+
 struct cg_loop {
 	/* Over the last `mask + 1` ops: the hash of each op with the CG_PERIOD_CONTEXT - 1 ops
 	 * before it (its context), and where each context was last seen (direct-mapped: a
@@ -42,7 +44,10 @@ struct cg_loop {
 	uint64_t due_at;          /* op at which the first unit of a short loop ends (UINT64_MAX:
 	                             none): the earliest one seen `warmup` times */
 	uint32_t boundary_ctx;    /* context of the op before the latest program boundary */
-	uint64_t boundary_at;     /* and where that op was (UINT64_MAX: no boundary yet) */
+	uint64_t boundary_at[CG_LOOP_BOUNDARIES];  /* where the op before each of the latest
+	                             boundaries was, by count % CG_LOOP_BOUNDARIES (UINT64_MAX:
+	                             none) */
+	uint32_t boundaries;      /* program boundaries seen */
 	uint32_t phase;           /* ops into the current iteration */
 	uint64_t iterations;      /* periods completed since the first lock */
 	uint64_t cut_at;          /* ops pushed when the latest cut at the anchor was due */

@@ -36,6 +36,8 @@ struct loop {
 	bool sync;                         /* the program syncs at the end of each iteration */
 	uint32_t extra_ppm;                /* iterations with one extra op somewhere, per million
 	                                      (a loop shorter than a chunk: per chunk of it) */
+	bool loads;                        /* its first iteration loads modules: a boundary before
+	                                      three of its kernels (run_timed only) */
 };
 
 /* A period drawn log-uniformly (short loops as likely as long ones), its body made of
@@ -277,6 +279,8 @@ static void run_timed(struct loop *l, uint32_t iters, uint32_t every, double eag
 		submit(&w, l, KINDS - 1 - i, 50000 + i);
 	for (uint32_t it = 0; it < iters; it++) {
 		for (uint32_t i = 0; i < l->period; i++) {
+			if (l->loads && it == 0 && (i == 2 || i == 5 || i == 9))
+				fake_boundary(&w.fb, w.s, 0, CG_R_MODULE);
 			submit(&w, l, l->body[i], i);
 			hand_back_samples(w.s);
 		}
@@ -316,42 +320,47 @@ static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct sho
 
 /* conf-cublas's step: kernels around cuBLAS and cuBLASLt launches, a chaining kernel five
  * times and a squashing one three times (same signatures, other arguments); before the loop,
- * `prologue` kernels that initialise its buffers. */
-static void make_blas_step(struct loop *l, uint32_t prologue)
+ * `prologue` kernels that initialise its buffers; with `loads`, cuBLAS loads its kernels' modules
+ * in the first step, where each is first launched. */
+static void make_blas_step(struct loop *l, uint32_t prologue, bool loads)
 {
 	static const uint32_t step[14] = { 0, 1, 2, 3, 1, 4, 3, 5, 3, 6, 7, 1, 1, 1 };
 	struct rng r = { 0x51ed2701 };
 	make_loop(l, &r, 14);
 	memcpy(l->body, step, sizeof(step));
 	l->prologue = prologue;
+	l->loads = loads;
 }
 
 /* 40 steps, a host copy every 10: the period is found at the end of the second step, so the
  * loop replays from the third step on (the first two are seen) but for one step's eager cost
  * sample: at least 92% of all ops replayed, counting from the prologue; also with a copy every
- * step or every 5, and 43 steps (a tail without its copy). */
+ * step or every 5, and 43 steps (a tail without its copy); and where the first step loads
+ * modules (its boundaries come once: units still start where the step does). */
 static void test_short_loop_with_host_copies(void **state)
 {
 	static struct loop l;
 	static const uint32_t every[] = { 10, 1, 5, 0 };
 	bool verbose = getenv("CG_LOOPS_VERBOSE") != NULL;
-	for (uint32_t e = 0; e < 4; e++)
-		for (uint32_t iters = 40; iters <= 43; iters += 3) {
-			make_blas_step(&l, 5);
-			struct short_result res;
-			run_short(&l, iters, every[e], &res);
-			if (verbose || (every[e] == 10 && iters == 40))
-				print_message("14-op loop, %u steps, host copy every %u: replayed %.3f of "
-				              "all ops (%.3f after warm-up), first replay in step %u; eager: "
-				              "%llu learning, %llu cost samples\n", iters, every[e], res.all,
-				              res.after, res.first, (unsigned long long)res.learning,
-				              (unsigned long long)res.samples);
-			assert_true(res.first >= 1 && res.first <= 3);
-			assert_true(res.learning <= l.prologue + 2 * 14);  /* two steps seen, no more */
-			assert_true(res.samples <= 14);       /* one eager sample: graphs win */
-			assert_true(res.replayed * 100 >= res.ops * 92);  /* 92%, exactly */
-			assert_true(res.after >= 0.95);
-		}
+	for (uint32_t k = 0; k < 2 * 4 * 2; k++) {
+		uint32_t e = k / 2 % 4, iters = k % 2 ? 43 : 40;
+		bool loads = k >= 8;
+		make_blas_step(&l, 5, loads);
+		struct short_result res;
+		run_short(&l, iters, every[e], &res);
+		if (verbose || (every[e] == 10 && iters == 40))
+			print_message("14-op loop, %u steps, host copy every %u%s: replayed %.3f of "
+			              "all ops (%.3f after warm-up), first replay in step %u; eager: "
+			              "%llu learning, %llu cost samples\n", iters, every[e],
+			              loads ? ", modules loaded in the first" : "", res.all,
+			              res.after, res.first, (unsigned long long)res.learning,
+			              (unsigned long long)res.samples);
+		assert_true(res.first >= 1 && res.first <= 3);
+		assert_true(res.learning <= l.prologue + 2 * 14);  /* two steps seen, no more */
+		assert_true(res.samples <= 14);       /* one eager sample: graphs win */
+		assert_true(res.replayed * 100 >= res.ops * 92);  /* 92%, exactly */
+		assert_true(res.after >= 0.95);
+	}
 }
 
 /* The same step where its GEMMs make the graph's GPU time more than the host time it saves (yet
@@ -364,7 +373,7 @@ static void test_short_loop_samples_from_learning(void **state)
 {
 	static struct loop l;
 	for (uint32_t every = 1; every <= 10; every += 9) {
-		make_blas_step(&l, 0);
+		make_blas_step(&l, 0, false);
 		struct short_result res;
 		run_timed(&l, 40, every, 600.0, 300.0, &res);
 		print_message("14-op loop, GEMM-sized, host copy every %u: replayed %.3f of all "
