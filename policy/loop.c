@@ -69,10 +69,11 @@ static bool boundary_after(const struct cg_loop *p, uint64_t at)
 }
 
 /* The latest program boundary that marks a place of the loop found at op t, which has repeated
- * for `span` ops (UINT64_MAX: none): one right before the loop began, or one inside it that came
- * at the same place of the iteration before as well. A boundary that came once (the first
- * iteration loading its modules, a kernel's first launch of a new shape) says nothing of where
- * iterations start. */
+ * for `span` ops (UINT64_MAX: none): one inside it (or right before it) that came at the same
+ * place of the iteration before as well. A boundary that came once says nothing of where
+ * iterations start: the first iteration loading its modules, a kernel's first launch of a new
+ * shape, or a sync before a loop whose first iteration has an op more (a generator seeding
+ * its state), where the loop's period begins one op after it. */
 static uint64_t loop_boundary(const struct cg_loop *p, uint64_t t, uint64_t span)
 {
 	uint32_t n = p->boundaries < CG_LOOP_BOUNDARIES ? p->boundaries : CG_LOOP_BOUNDARIES;
@@ -80,7 +81,7 @@ static uint64_t loop_boundary(const struct cg_loop *p, uint64_t t, uint64_t span
 		uint64_t b = p->boundary_at[(p->boundaries - k) % CG_LOOP_BOUNDARIES];
 		if (b >= t || t - b > span + 1)
 			break;  /* older ones are older still */
-		if (t - b >= span || (b >= p->period && boundary_after(p, b - p->period)))
+		if (b >= p->period && boundary_after(p, b - p->period))
 			return b;
 	}
 	return UINT64_MAX;
@@ -120,9 +121,9 @@ static void lock(struct cg_loop *p, uint64_t t)
 	 * for `span` ops, each more op is one more. Found later than that (a short warmup), it ends
 	 * at the next whole number of periods from where the loop began, as it would have: the
 	 * iteration's first op, not the op where the period locked, starts each unit. Where the
-	 * program made a boundary right before the loop, or one inside it that came the iteration
-	 * before too (loop_boundary), the unit ends at the same place of an iteration, so that the
-	 * boundary, when it comes again, falls between two units. */
+	 * program made a boundary inside the loop that came the iteration before too
+	 * (loop_boundary), the unit ends at the same place of an iteration, so that the boundary,
+	 * when it comes again, falls between two units. */
 	uint64_t span = p->run + CG_PERIOD_CONTEXT - 1 + (uint64_t)p->period;
 	uint64_t need = (uint64_t)(p->warmup - 1) * p->period + p->unit;
 	uint64_t late = need > span ? 0 : (span - need) % p->period;

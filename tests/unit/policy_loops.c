@@ -38,6 +38,9 @@ struct loop {
 	                                      (a loop shorter than a chunk: per chunk of it) */
 	bool loads;                        /* its first iteration loads modules: a boundary before
 	                                      three of its kernels (run_timed only) */
+	bool seeds;                        /* a sync before it, and its first iteration starts with
+	                                      one more kernel, a generator seeding its state (the
+	                                      same) */
 };
 
 /* A period drawn log-uniformly (short loops as likely as long ones), its body made of
@@ -277,7 +280,11 @@ static void run_timed(struct loop *l, uint32_t iters, uint32_t every, double eag
 	out->first = 0;
 	for (uint32_t i = 0; i < l->prologue; i++)
 		submit(&w, l, KINDS - 1 - i, 50000 + i);
+	if (l->seeds)
+		fake_boundary(&w.fb, w.s, 0, CG_R_SYNC);
 	for (uint32_t it = 0; it < iters; it++) {
+		if (l->seeds && it == 0)
+			submit(&w, l, KINDS - 10, 60000);
 		for (uint32_t i = 0; i < l->period; i++) {
 			if (l->loads && it == 0 && (i == 2 || i == 5 || i == 9))
 				fake_boundary(&w.fb, w.s, 0, CG_R_MODULE);
@@ -320,43 +327,48 @@ static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct sho
 
 /* conf-cublas's step: kernels around cuBLAS and cuBLASLt launches, a chaining kernel five
  * times and a squashing one three times (same signatures, other arguments); before the loop,
- * `prologue` kernels that initialise its buffers; with `loads`, cuBLAS loads its kernels' modules
- * in the first step, where each is first launched. */
-static void make_blas_step(struct loop *l, uint32_t prologue, bool loads)
+ * `prologue` kernels that initialise its buffers; `first`: 1, cuBLAS loads its kernels' modules
+ * in the first step, where each is first launched; 2, a sync before the loop and a seeding
+ * kernel in its first step (conf-curand's generator). */
+static void make_blas_step(struct loop *l, uint32_t prologue, uint32_t first)
 {
 	static const uint32_t step[14] = { 0, 1, 2, 3, 1, 4, 3, 5, 3, 6, 7, 1, 1, 1 };
 	struct rng r = { 0x51ed2701 };
 	make_loop(l, &r, 14);
 	memcpy(l->body, step, sizeof(step));
 	l->prologue = prologue;
-	l->loads = loads;
+	l->loads = first == 1;
+	l->seeds = first == 2;
 }
 
 /* 40 steps, a host copy every 10: the period is found at the end of the second step, so the
  * loop replays from the third step on (the first two are seen) but for one step's eager cost
  * sample: at least 92% of all ops replayed, counting from the prologue; also with a copy every
  * step or every 5, and 43 steps (a tail without its copy); and where the first step loads
- * modules (its boundaries come once: units still start where the step does). */
+ * modules or seeds a generator (its boundaries and its extra kernel come once: units still
+ * start where the steps after it do). */
 static void test_short_loop_with_host_copies(void **state)
 {
 	static struct loop l;
 	static const uint32_t every[] = { 10, 1, 5, 0 };
 	bool verbose = getenv("CG_LOOPS_VERBOSE") != NULL;
-	for (uint32_t k = 0; k < 2 * 4 * 2; k++) {
-		uint32_t e = k / 2 % 4, iters = k % 2 ? 43 : 40;
-		bool loads = k >= 8;
-		make_blas_step(&l, 5, loads);
+	static const char *firsts[] = { "", ", modules loaded in the first",
+	                                ", a generator seeded in the first" };
+	for (uint32_t k = 0; k < 3 * 4 * 2; k++) {
+		uint32_t e = k / 2 % 4, iters = k % 2 ? 43 : 40, first = k / 8;
+		make_blas_step(&l, 5, first);
 		struct short_result res;
 		run_short(&l, iters, every[e], &res);
 		if (verbose || (every[e] == 10 && iters == 40))
 			print_message("14-op loop, %u steps, host copy every %u%s: replayed %.3f of "
 			              "all ops (%.3f after warm-up), first replay in step %u; eager: "
 			              "%llu learning, %llu cost samples\n", iters, every[e],
-			              loads ? ", modules loaded in the first" : "", res.all,
+			              firsts[first], res.all,
 			              res.after, res.first, (unsigned long long)res.learning,
 			              (unsigned long long)res.samples);
 		assert_true(res.first >= 1 && res.first <= 3);
-		assert_true(res.learning <= l.prologue + 2 * 14);  /* two steps seen, no more */
+		/* two steps seen, no more */
+		assert_true(res.learning <= l.prologue + l.seeds + 2 * 14);
 		assert_true(res.samples <= 14);       /* one eager sample: graphs win */
 		assert_true(res.replayed * 100 >= res.ops * 92);  /* 92%, exactly */
 		assert_true(res.after >= 0.95);
@@ -373,7 +385,7 @@ static void test_short_loop_samples_from_learning(void **state)
 {
 	static struct loop l;
 	for (uint32_t every = 1; every <= 10; every += 9) {
-		make_blas_step(&l, 0, false);
+		make_blas_step(&l, 0, 0);
 		struct short_result res;
 		run_timed(&l, 40, every, 600.0, 300.0, &res);
 		print_message("14-op loop, GEMM-sized, host copy every %u: replayed %.3f of all "
