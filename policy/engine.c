@@ -381,6 +381,12 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	s->rest_at = at;
 }
 
+void cg_passed(struct cg_stream *s, const struct cg_op *op)
+{
+	s->op_index++;
+	cg_loop_push(&s->per, op->hash ? op->hash : cg_sig_hash(op->sig, op->sig_len), s->e->mem);
+}
+
 /* A chunk launched right before (other boundaries between, such as event records) is still to
  * be marked by the next wait: the stream is not settled until then. */
 bool cg_stream_settled(const struct cg_stream *s)

@@ -71,6 +71,17 @@ static void release(struct cg_sstate *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* A launch the shim forwards itself after a boundary (its shape not yet accepted by the driver):
+ * the engine counts it among the stream's ops, so that the first iteration of a loop, where
+ * such launches come, has the ops of the next ones. */
+static void passed(struct cg_sstate *s, const struct cg_op *op)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->eng)
+		cg_passed(s->eng, op);
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Copies launch attributes so that equal settings give equal bytes: only the bytes the
  * attribute defines are kept. Attributes carrying events, or unknown ones, make it ungraphable. */
 static bool pack_attrs(struct cg_sig *sig, const CUlaunchAttribute *a, unsigned n)
@@ -294,6 +305,8 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		why = why != CG_R_NONE ? why : CG_R_UNGRAPHABLE;                                \
 		cg_events_bypass(why);                                                          \
 		cg_boundary_stream(h, ptsz, why);                                               \
+		if (why == CG_R_UNPROVEN_SHAPE)                                                 \
+			passed(s_, &op);                                                        \
 		cg_tl_forwarding++;                                                             \
 		CUresult r_ = CG_FLOOR_TIMED(FWD);                                              \
 		cg_tl_forwarding--;                                                             \

@@ -55,6 +55,9 @@ void fake_backend_clear_log(struct fake_backend *fb);
  * passes it back, after checking that nothing of that stream is still pending. */
 enum cg_verdict fake_submit(struct fake_backend *fb, struct cg_stream *s, uint32_t id,
                             const struct cg_op *op);
+/* The shim's part for an op it runs itself after a boundary (a launch shape not yet accepted):
+ * the boundary, the engine told (cg_passed), the op run. */
+void fake_pass(struct fake_backend *fb, struct cg_stream *s, uint32_t id, const struct cg_op *op);
 /* A boundary / a flush; afterwards every submitted op of the stream must have run. */
 void fake_boundary(struct fake_backend *fb, struct cg_stream *s, uint32_t id, enum cg_reason why);
 void fake_flush(struct fake_backend *fb, struct cg_stream *s, uint32_t id, enum cg_reason why);

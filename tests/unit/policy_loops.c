@@ -41,6 +41,9 @@ struct loop {
 	bool seeds;                        /* a sync before it, and its first iteration starts with
 	                                      one more kernel, a generator seeding its state (the
 	                                      same) */
+	bool unproven;                     /* its first iteration launches one kernel with a shape
+	                                      the driver had not accepted yet: the shim runs it
+	                                      itself, after a boundary (the same) */
 };
 
 /* A period drawn log-uniformly (short loops as likely as long ones), its body made of
@@ -76,14 +79,23 @@ struct run {
 	uint64_t step;
 };
 
-static void submit(struct run *w, const struct loop *l, uint32_t kind, uint32_t pos)
+static void submit_as(struct run *w, const struct loop *l, uint32_t kind, uint32_t pos,
+                      bool passed)
 {
 	/* a pointer that moves every iteration, a step counter, a constant */
 	uint64_t args[3] = { 0x7000000ull + pos * 4096 + (w->step / 7) * 0x100000, w->step, kind };
 	struct cg_op op = { .sig = l->sig[kind], .sig_len = sizeof(l->sig[kind]), .args = args,
 	                    .args_len = sizeof(args) };
 	w->step++;
-	fake_submit(&w->fb, w->s, 0, &op);
+	if (passed)
+		fake_pass(&w->fb, w->s, 0, &op);
+	else
+		fake_submit(&w->fb, w->s, 0, &op);
+}
+
+static void submit(struct run *w, const struct loop *l, uint32_t kind, uint32_t pos)
+{
+	submit_as(w, l, kind, pos, false);
 }
 
 static void iteration(struct run *w, struct rng *r, const struct loop *l)
@@ -288,7 +300,7 @@ static void run_timed(struct loop *l, uint32_t iters, uint32_t every, double eag
 		for (uint32_t i = 0; i < l->period; i++) {
 			if (l->loads && it == 0 && (i == 2 || i == 5 || i == 9))
 				fake_boundary(&w.fb, w.s, 0, CG_R_MODULE);
-			submit(&w, l, l->body[i], i);
+			submit_as(&w, l, l->body[i], i, l->unproven && it == 0 && i == 1);
 			hand_back_samples(w.s);
 		}
 		if ((every && it % every == every - 1) || it == iters - 1)
@@ -329,7 +341,8 @@ static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct sho
  * times and a squashing one three times (same signatures, other arguments); before the loop,
  * `prologue` kernels that initialise its buffers; `first`: 1, cuBLAS loads its kernels' modules
  * in the first step, where each is first launched; 2, a sync before the loop and a seeding
- * kernel in its first step (conf-curand's generator). */
+ * kernel in its first step (conf-curand's generator); 3, the first step's second kernel has a
+ * shape the driver had not accepted yet (conf-cufft's second kernel). */
 static void make_blas_step(struct loop *l, uint32_t prologue, uint32_t first)
 {
 	static const uint32_t step[14] = { 0, 1, 2, 3, 1, 4, 3, 5, 3, 6, 7, 1, 1, 1 };
@@ -339,22 +352,24 @@ static void make_blas_step(struct loop *l, uint32_t prologue, uint32_t first)
 	l->prologue = prologue;
 	l->loads = first == 1;
 	l->seeds = first == 2;
+	l->unproven = first == 3;
 }
 
 /* 40 steps, a host copy every 10: the period is found at the end of the second step, so the
  * loop replays from the third step on (the first two are seen) but for one step's eager cost
  * sample: at least 92% of all ops replayed, counting from the prologue; also with a copy every
  * step or every 5, and 43 steps (a tail without its copy); and where the first step loads
- * modules or seeds a generator (its boundaries and its extra kernel come once: units still
- * start where the steps after it do). */
+ * modules, seeds a generator or runs a kernel of an unproven shape (its boundaries and its extra
+ * kernel come once: units still start where the steps do). */
 static void test_short_loop_with_host_copies(void **state)
 {
 	static struct loop l;
 	static const uint32_t every[] = { 10, 1, 5, 0 };
 	bool verbose = getenv("CG_LOOPS_VERBOSE") != NULL;
 	static const char *firsts[] = { "", ", modules loaded in the first",
-	                                ", a generator seeded in the first" };
-	for (uint32_t k = 0; k < 3 * 4 * 2; k++) {
+	                                ", a generator seeded in the first",
+	                                ", a shape unproven in the first" };
+	for (uint32_t k = 0; k < 4 * 4 * 2; k++) {
 		uint32_t e = k / 2 % 4, iters = k % 2 ? 43 : 40, first = k / 8;
 		make_blas_step(&l, 5, first);
 		struct short_result res;
