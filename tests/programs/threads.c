@@ -3,9 +3,10 @@
  * those events (as a DDP watchdog or PyTorch's pinned-memory allocator does). Prints
  * `checksum <hex>` of every thread's chain and `launches <n>`.
  * --ptds: each thread launches on its per-thread default stream, records its event every 10
- * launches and syncs every 20; now and then it sleeps mid-chunk (longer than the shim's default
- * deferral bound), and thread 0 also launches on the legacy stream, which every other thread's
- * stream is ordered against. */
+ * launches and syncs every 20; now and then it sleeps mid-chunk (6 ms: three times the shim's
+ * default deferral bound, so that its flusher comes within the nap even on a loaded machine),
+ * and thread 0 also launches on the legacy stream, which every other thread's stream is ordered
+ * against. */
 #include "prog.h"
 #include <pthread.h>
 #include <stdatomic.h>
@@ -48,7 +49,7 @@ static void *worker(void *arg)
       continue;
     }
     if (t == 0 && i % 16 == 7) CK(cuLaunchKernel(chain, 1, 1, 1, 1, 1, 1, 0, CU_STREAM_LEGACY, p, NULL));
-    if (i % 25 == 12 + t % 3) nap_ms(3);
+    if (i % 25 == 12 + t % 3) nap_ms(6);
     if (i % 10 == 9) CK(cuEventRecord(events[t], s));
     if (i % 20 == 19) CK(cuStreamSynchronize(s));
   }
