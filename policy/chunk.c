@@ -118,6 +118,47 @@ void cg_scratch_reset(struct cg_scratch *sc)
 	sc->key = CG_KEY_SEED;
 }
 
+bool cg_scratch_prepend(struct cg_scratch *sc, const struct cg_chunk *t, uint32_t k,
+                        cg_realloc_fn mem)
+{
+	uint32_t from = t->n - k, n = sc->n;
+	size_t bytes = t->sig_off[t->n] - t->sig_off[from] + t->args_off[t->n] - t->args_off[from];
+	if (sc->lossy || !cg_scratch_reserve(sc, bytes, mem))
+		return false;
+	memmove(sc->bytes + bytes, sc->bytes, sc->used);
+	memmove(sc->hash + k, sc->hash, n * sizeof(*sc->hash));
+	memmove(sc->name + k, sc->name, n * sizeof(*sc->name));
+	memmove(sc->sig_len + k, sc->sig_len, n * sizeof(*sc->sig_len));
+	memmove(sc->args_len + k, sc->args_len, n * sizeof(*sc->args_len));
+	memmove(sc->sig_off + k, sc->sig_off, n * sizeof(*sc->sig_off));
+	memmove(sc->args_off + k, sc->args_off, n * sizeof(*sc->args_off));
+	for (uint32_t i = k; i < k + n; i++) {
+		sc->sig_off[i] += (uint32_t)bytes;
+		sc->args_off[i] += (uint32_t)bytes;
+	}
+	size_t at = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t j = from + i;
+		uint32_t sl = t->sig_off[j + 1] - t->sig_off[j], al = t->args_off[j + 1] - t->args_off[j];
+		sc->hash[i] = t->hash[j];
+		sc->name[i] = t->name[j];
+		sc->sig_off[i] = (uint32_t)at;
+		sc->sig_len[i] = sl;
+		memcpy(sc->bytes + at, t->sig + t->sig_off[j], sl);
+		at += sl;
+		sc->args_off[i] = (uint32_t)at;
+		sc->args_len[i] = al;
+		memcpy(sc->bytes + at, t->args + t->args_off[j], al);
+		at += al;
+	}
+	sc->used += bytes;
+	sc->n = n + k;
+	sc->key = CG_KEY_SEED;
+	for (uint32_t i = 0; i < sc->n; i++)
+		sc->key = key_step(sc->key, sc->hash[i]);
+	return true;
+}
+
 void cg_scratch_drop_front(struct cg_scratch *sc, uint32_t k)
 {
 	uint32_t n = sc->n - k;

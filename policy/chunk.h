@@ -130,6 +130,10 @@ uint64_t cg_scratch_key(const struct cg_scratch *sc);
 /* The key a scratch holding the chunk's first m ops would have (m <= n). */
 uint64_t cg_chunk_prefix_key(const struct cg_chunk *t, uint32_t m);
 void cg_scratch_reset(struct cg_scratch *sc);
+/* Put the last k ops of `t` (with the arguments it holds) before the scratch's ops; the scratch
+ * has room for them (n + k <= its chunk_max). False: out of memory, the scratch unchanged. */
+bool cg_scratch_prepend(struct cg_scratch *sc, const struct cg_chunk *t, uint32_t k,
+                        cg_realloc_fn mem);
 /* Forget the first k ops (k < n): the rest is the chunk, with the key it would have had. */
 void cg_scratch_drop_front(struct cg_scratch *sc, uint32_t k);
 

@@ -60,6 +60,20 @@ static void drop_front(struct cg_stream *s, uint32_t k)
 	cg_scratch_drop_front(&s->sc, k);
 }
 
+/* The learning chunk, `n` ops, is shorter than the unit whose cut is due: when the chunk content
+ * cut right before it holds the unit's front, it is put back in front of it. Returns the ops now
+ * in the chunk. */
+static uint32_t unit_front(struct cg_stream *s, uint32_t n)
+{
+	const struct cg_chunk *t = s->cut_before;
+	uint32_t k = s->per.unit - n;
+	if (!t || s->hold || t->n < k || s->cut_before_end != s->chunk_first ||
+	    !cg_scratch_prepend(&s->sc, t, k, s->e->mem))
+		return n;
+	s->chunk_first -= k;
+	return s->sc.n;
+}
+
 /* The op runs eagerly (the caller submits it, unless it is held) and is learned. */
 static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
@@ -96,9 +110,13 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 		n = s->sc.n;
 	}
 	/* A unit's cut where the chunk is shorter than a unit: a cut made before the loop was
-	 * found (by content) fell inside its first unit. Cut there too, the loop would replay in
-	 * graphs of that part's length for good (a loop of one kernel in graphs of 18, not 32);
-	 * the part runs on to the next anchor cut, a unit later, and its front is dropped there. */
+	 * found (by content) fell inside its first unit. The chunk content cut there holds the
+	 * unit's front (its ops and arguments, as they ran): the unit is whole again, and its graph
+	 * comes now rather than a unit later. Else cut there too, the loop would replay in graphs
+	 * of that part's length for good (a loop of one kernel in graphs of 18, not 32); the part
+	 * runs on to the next anchor cut, a unit later, and its front is dropped there. */
+	if (s->per.cut && s->per.unit && n < s->per.unit)
+		n = unit_front(s, n);
 	bool unit_cut = s->per.cut && !(s->per.unit && n < s->per.unit);
 	bool split = !s->per.unit && cg_split_here(s);
 	bool ends = content || unit_cut || place || split || n >= s->len_max;
@@ -116,7 +134,13 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	}
 	if (ends) {
 		s->length_cut = !content && !unit_cut && !place && !split;
-		cg_cut(s, true, true);
+		uint64_t first = s->chunk_first;
+		struct cg_chunk *t = cg_cut(s, true, true);
+		if (content && !unit_cut && !place && !split && t && t->state == CG_CHUNK_LEARNING &&
+		    t->n == n) {
+			s->cut_before = t;  /* holds this occurrence's arguments (cg_learned) */
+			s->cut_before_end = first + n;
+		}
 	}
 	return v;
 }

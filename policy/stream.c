@@ -341,13 +341,14 @@ enum cg_reason cg_learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sigh
 /* End the learning chunk: find or add its template, let it advance, count its eager ops.
  * `latest`: the chunk ends with the latest op the loop detector saw (not so after a divergence,
  * whose op is not part of it), so the loop can say how often it occurred already. */
-void cg_cut(struct cg_stream *s, bool learn_it, bool latest)
+struct cg_chunk *cg_cut(struct cg_stream *s, bool learn_it, bool latest)
 {
 	struct cg_scratch *sc = &s->sc;
 	cg_loop_chunk_end(&s->per, !s->length_cut);
 	s->length_cut = false;
+	s->cut_before = NULL;
 	if (!sc->n)
-		return;
+		return NULL;
 	enum cg_reason r = sc->lossy ? CG_R_NO_MEMORY : CG_R_LEARNING;
 	const char *detail = NULL;
 	struct cg_chunk *t = NULL;
@@ -369,4 +370,5 @@ void cg_cut(struct cg_stream *s, bool learn_it, bool latest)
 		            .chunk_ops = sc->n, .chunk_key = t ? t->key : 0, .detail = detail });
 	cg_chunk_ended(s, learn_it ? t : NULL);
 	cg_chunk_reset(s);
+	return t;
 }

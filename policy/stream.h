@@ -94,6 +94,10 @@ struct cg_stream {
 	struct cg_index ix;
 	struct cg_loop per;       /* where this stream's loop is cut */
 	bool length_cut;            /* the chunk being cut reached chunk_max (not pinned) */
+	struct cg_chunk *cut_before;  /* the learning chunk that content cut right before the
+	                               current one (NULL: the latest cut was of another kind): a
+	                               short loop's first unit can begin inside it */
+	uint64_t cut_before_end;    /* op index just after its last op */
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
 	uint8_t fallback_events[CG_R_COUNT];
 	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
@@ -156,7 +160,8 @@ enum cg_reason cg_build_graph(struct cg_stream *s, struct cg_chunk *t, const cha
 /* One more eager occurrence of `t`, its content seen `sightings` times: advance its state. */
 enum cg_reason cg_learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sightings,
                           const char **detail);
-/* End the learning chunk: find or add its template (`learn_it`), count its eager ops. */
-void cg_cut(struct cg_stream *s, bool learn_it, bool latest);
+/* End the learning chunk: find or add its template (`learn_it`), count its eager ops. Returns
+ * the template (NULL: none). */
+struct cg_chunk *cg_cut(struct cg_stream *s, bool learn_it, bool latest);
 
 #endif

@@ -337,12 +337,23 @@ static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct sho
 	run_timed(l, iters, every, 2.0, 1.5, out);
 }
 
+/* Does a content-defined cut fall after an op of this signature (once the chunk has a quarter of
+ * CUGRAFT_CHUNK's ops), 1 in 16 at the default chunk? */
+static bool content_cut(const unsigned char sig[40])
+{
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	uint32_t least = cfg.chunk_max / 4, spread = cfg.chunk_max / 2 - least;
+	return (cg_sig_hash(sig, 40) >> 32) < (1ull << 32) / spread;
+}
+
 /* conf-cublas's step: kernels around cuBLAS and cuBLASLt launches, a chaining kernel five
  * times and a squashing one three times (same signatures, other arguments); before the loop,
  * `prologue` kernels that initialise its buffers; `first`: 1, cuBLAS loads its kernels' modules
  * in the first step, where each is first launched; 2, a sync before the loop and a seeding
  * kernel in its first step (conf-curand's generator); 3, the first step's second kernel has a
- * shape the driver had not accepted yet (conf-cufft's second kernel). */
+ * shape the driver had not accepted yet (conf-cufft's second kernel); 4, a content-defined cut
+ * falls inside the second step (as in conf-cublas and conf-curand). */
 static void make_blas_step(struct loop *l, uint32_t prologue, uint32_t first)
 {
 	static const uint32_t step[14] = { 0, 1, 2, 3, 1, 4, 3, 5, 3, 6, 7, 1, 1, 1 };
@@ -353,6 +364,13 @@ static void make_blas_step(struct loop *l, uint32_t prologue, uint32_t first)
 	l->loads = first == 1;
 	l->seeds = first == 2;
 	l->unproven = first == 3;
+	/* No content-defined cut in it, but with `first` 4 one after its squashing kernel (body
+	 * position 7): not in the first step, where the chunk has too few ops for one, but in the
+	 * second, inside the first unit the loop detector will cut. */
+	for (uint32_t k = 0; k <= KINDS; k++)
+		while (content_cut(l->sig[k]) != (first == 4 && k == 5))
+			for (uint32_t b = 0; b < sizeof(l->sig[k]); b++)
+				l->sig[k][b] = (unsigned char)rnd(&r);
 }
 
 /* 40 steps, a host copy every 10: the period is found at the end of the second step, so the
@@ -360,7 +378,8 @@ static void make_blas_step(struct loop *l, uint32_t prologue, uint32_t first)
  * sample: at least 92% of all ops replayed, counting from the prologue; also with a copy every
  * step or every 5, and 43 steps (a tail without its copy); and where the first step loads
  * modules, seeds a generator or runs a kernel of an unproven shape (its boundaries and its extra
- * kernel come once: units still start where the steps do). */
+ * kernel come once: units still start where the steps do), or where a content-defined cut falls
+ * inside the second step (its first unit is whole all the same). */
 static void test_short_loop_with_host_copies(void **state)
 {
 	static struct loop l;
@@ -368,8 +387,9 @@ static void test_short_loop_with_host_copies(void **state)
 	bool verbose = getenv("CG_LOOPS_VERBOSE") != NULL;
 	static const char *firsts[] = { "", ", modules loaded in the first",
 	                                ", a generator seeded in the first",
-	                                ", a shape unproven in the first" };
-	for (uint32_t k = 0; k < 4 * 4 * 2; k++) {
+	                                ", a shape unproven in the first",
+	                                ", content cut inside the second" };
+	for (uint32_t k = 0; k < 5 * 4 * 2; k++) {
 		uint32_t e = k / 2 % 4, iters = k % 2 ? 43 : 40, first = k / 8;
 		make_blas_step(&l, 5, first);
 		struct short_result res;
