@@ -14,9 +14,6 @@
 #define CG_PERIOD_MAX 16384u  /* longest period found: the ring's size (192 KiB per stream) */
 #define CG_PERIOD_FIRST 256u  /* the ring grows as the stream does */
 #define LOCK_RUN 32           /* matching contexts that lock a period longer than this */
-/* A shorter period locks once this many ops past one whole period matched (a context is
- * already CG_PERIOD_CONTEXT matching ops): a loop of 14 ops locks in its third iteration. */
-#define MIN_MATCH 0
 
 void cg_loop_init(struct cg_loop *p, uint32_t gap, uint32_t unit_max, uint32_t warmup)
 {

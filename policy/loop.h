@@ -14,7 +14,9 @@
 #include "policy/mix.h"
 
 /* Ops in a context: long enough that a loop of few distinct kernels still has contexts that
- * occur once per iteration, short enough that extra work disturbs few of them. */
+ * occur once per iteration, short enough that extra work disturbs few of them and that a loop
+ * of a dozen ops is found in its second iteration (a context must fit in one period to match
+ * the one a period before by then). */
 #define CG_PERIOD_CONTEXT 8
 
 #define CG_LOOP_BOUNDARIES 8  /* latest program boundaries remembered */
@@ -86,7 +88,6 @@ void cg_loop_due(struct cg_loop *p, uint64_t t, uint32_t ctx);
 #define CG_PERIOD_MUL2 (CG_PERIOD_MUL * CG_PERIOD_MUL)
 #define CG_PERIOD_MUL4 (CG_PERIOD_MUL2 * CG_PERIOD_MUL2)
 #define CG_PERIOD_MUL8 (CG_PERIOD_MUL4 * CG_PERIOD_MUL4)
-#define CG_PERIOD_MUL16 (CG_PERIOD_MUL8 * CG_PERIOD_MUL8)
 _Static_assert(CG_PERIOD_CONTEXT == 8, "CG_PERIOD_MUL8 is the multiplier to that power");
 
 /* One more op; sets p->cut. Inline (it runs on every launch), O(1) amortised. */
