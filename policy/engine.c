@@ -3,9 +3,10 @@
  * times gets a graph. Replay: ops that match an armed chunk are deferred until it is complete,
  * then its graph is launched with the changed arguments patched in. Anything else runs eagerly,
  * in order, and is counted by reason. Here: learning, the op's way in (cg_submit), boundaries
- * and flushes, the controller's hooks, the pieces of armed chunks, streams' lifetimes. Deferring,
- * following and launching an armed chunk are in replay.c, the cost gate's samples in samples.c,
- * a stream's state and the primitives all of them build on in stream.h and stream.c. */
+ * and flushes, the controller's hooks, streams' lifetimes. The pieces of armed chunks that
+ * boundaries cut out are in pieces.c; deferring, following and launching an armed chunk in
+ * replay.c, the cost gate's samples in samples.c, a stream's state and the primitives all of
+ * them build on in stream.h and stream.c. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "policy/engine.h"
 #include "policy/gate.h"
 #include "policy/loop.h"
+#include "policy/pieces.h"
 #include "policy/replay.h"
 #include "policy/samples.h"
 #include "policy/stream.h"
@@ -235,83 +237,6 @@ static void control_eager(struct cg_stream *s, const struct cg_op *op, uint64_t 
 		}
 }
 
-/* ---- pieces of armed chunks ------------------------------------------------------------ */
-
-/* The deferred ops are a piece of an armed chunk that the program's boundaries cut out of it
- * (its first ops, before a host copy every few steps mid-step; or its rest, after one): they
- * have occurred as often as it has, at least `warmup` times. They become a chunk of their own
- * with a graph now, built from them and launched in their place (complete), instead of running
- * eagerly and being learned again, piece by piece. */
-static void arm_piece(struct cg_stream *s)
-{
-	uint32_t seen = s->rest && s->rest->state == CG_CHUNK_ARMED ? s->rest->seen : 0;
-	for (uint32_t i = 0; i < s->ncand; i++)
-		if (s->cand[i]->seen > seen)
-			seen = s->cand[i]->seen;
-	if (seen < s->e->cfg.warmup || s->sc.lossy || s->e->cfg.record_only)
-		return;
-	struct cg_chunk *t = cg_index_find(&s->ix, &s->sc);
-	if (!t)
-		t = cg_index_add(&s->ix, &s->sc);
-	if (!t || t->state != CG_CHUNK_LEARNING)
-		return;  /* (an idle one was dropped for room or a build failed: learned as usual) */
-	const char *detail = NULL;
-	cg_learned(s, t, seen, &detail);
-	if (t->state == CG_CHUNK_ARMED)
-		s->complete = t;
-}
-
-/* The deferred ops, a piece of `rest`, run eagerly and stay the start of the chunk being
- * learned (they were no more than a guess). */
-static void rest_eager(struct cg_stream *s)
-{
-	uint32_t n = s->sc.n;
-	cg_run_deferred(s);
-	cg_fallback(s, CG_R_LEARNING, n, false, (struct cg_event){ 0 });
-}
-
-/* The deferred rest grew by one op: once it is complete, the piece runs as its own graph, or
- * eagerly where it has none. */
-static void rest_grew(struct cg_stream *s)
-{
-	if (s->rest_at + s->sc.n < s->rest->n)
-		return;
-	arm_piece(s);
-	if (s->complete)
-		cg_launch_chunk(s, s->complete);
-	else
-		rest_eager(s);
-}
-
-/* The first op after a boundary that cut `rest` short, no armed chunk starting with it: when it
- * is the op that chunk continues with, it is deferred as the start of the chunk's rest. */
-static bool start_rest(struct cg_stream *s, struct cg_chunk *rest, uint32_t at,
-                       const struct cg_op *op, uint64_t hash)
-{
-	if (!rest || at >= rest->n || !cg_chunk_op_matches(rest, at, op, hash))
-		return false;
-	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(rest), s->e->mem))
-		return false;
-	s->ncand = 0;
-	s->rest = rest;
-	s->rest_at = at;
-	cg_begin_deferring(s, op, hash);
-	rest_grew(s);
-	return true;
-}
-
-/* While deferring the rest of a chunk: does the op continue it? */
-static bool follow_rest(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
-{
-	const struct cg_chunk *t = s->rest;
-	uint32_t pos = s->rest_at + s->sc.n;
-	if (pos >= t->n || !cg_chunk_op_matches(t, pos, op, hash))
-		return false;
-	cg_push_op(s, op, hash);
-	rest_grew(s);
-	return true;
-}
-
 enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 {
 	uint64_t hash = op->hash ? op->hash : cg_sig_hash(op->sig, op->sig_len);
@@ -323,9 +248,9 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 		control_op(s);
 	cg_loop_push(&s->per, hash, s->e->mem);
 	if (s->deferring && s->rest) {
-		if (follow_rest(s, op, hash))
+		if (cg_follow_rest(s, op, hash))
 			return CG_TAKEN;
-		rest_eager(s);
+		cg_rest_eager(s);
 		return learn(s, op, hash);
 	}
 	if (s->deferring) {
@@ -347,7 +272,7 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 			uint32_t margin = 0;
 			uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
 			if (cg_start_deferral(s, op, hash, here, margin) ||
-			    start_rest(s, rest, s->rest_at, op, hash))
+			    cg_start_rest(s, rest, s->rest_at, op, hash))
 				return CG_TAKEN;
 			cg_start_hold(s, op, hash, here);
 		} else {
@@ -383,7 +308,7 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 		if (s->cand[i]->n > at && (!rest || s->cand[i] == s->expect))
 			rest = s->cand[i];
 	if (s->deferring && !s->complete)
-		arm_piece(s);
+		cg_arm_piece(s);
 	if (s->deferring)
 		end_deferral(s, why);
 	if (s->hold && s->sc.n == s->hold->n)

@@ -1,0 +1,78 @@
+/* Pieces of armed chunks (pieces.h). */
+#include "policy/pieces.h"
+#include "policy/replay.h"
+
+/* The deferred ops are a piece of an armed chunk that the program's boundaries cut out of it
+ * (its first ops, before a host copy every few steps mid-step; or its rest, after one): they
+ * have occurred as often as it has, at least `warmup` times. They become a chunk of their own
+ * with a graph now, built from them and launched in their place (complete), instead of running
+ * eagerly and being learned again, piece by piece. */
+void cg_arm_piece(struct cg_stream *s)
+{
+	uint32_t seen = s->rest && s->rest->state == CG_CHUNK_ARMED ? s->rest->seen : 0;
+	for (uint32_t i = 0; i < s->ncand; i++)
+		if (s->cand[i]->seen > seen)
+			seen = s->cand[i]->seen;
+	if (seen < s->e->cfg.warmup || s->sc.lossy || s->e->cfg.record_only)
+		return;
+	struct cg_chunk *t = cg_index_find(&s->ix, &s->sc);
+	if (!t)
+		t = cg_index_add(&s->ix, &s->sc);
+	if (!t || t->state != CG_CHUNK_LEARNING)
+		return;  /* (an idle one was dropped for room or a build failed: learned as usual) */
+	const char *detail = NULL;
+	cg_learned(s, t, seen, &detail);
+	if (t->state == CG_CHUNK_ARMED)
+		s->complete = t;
+}
+
+/* The deferred ops, a piece of `rest`, run eagerly and stay the start of the chunk being
+ * learned (they were no more than a guess). */
+void cg_rest_eager(struct cg_stream *s)
+{
+	uint32_t n = s->sc.n;
+	cg_run_deferred(s);
+	cg_fallback(s, CG_R_LEARNING, n, false, (struct cg_event){ 0 });
+}
+
+/* The deferred rest grew by one op: once it is complete, the piece runs as its own graph, or
+ * eagerly where it has none. */
+static void rest_grew(struct cg_stream *s)
+{
+	if (s->rest_at + s->sc.n < s->rest->n)
+		return;
+	cg_arm_piece(s);
+	if (s->complete)
+		cg_launch_chunk(s, s->complete);
+	else
+		cg_rest_eager(s);
+}
+
+/* The first op after a boundary that cut `rest` short, no armed chunk starting with it: when it
+ * is the op that chunk continues with, it is deferred as the start of the chunk's rest. */
+bool cg_start_rest(struct cg_stream *s, struct cg_chunk *rest, uint32_t at,
+                   const struct cg_op *op, uint64_t hash)
+{
+	if (!rest || at >= rest->n || !cg_chunk_op_matches(rest, at, op, hash))
+		return false;
+	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(rest), s->e->mem))
+		return false;
+	s->ncand = 0;
+	s->rest = rest;
+	s->rest_at = at;
+	cg_begin_deferring(s, op, hash);
+	rest_grew(s);
+	return true;
+}
+
+/* While deferring the rest of a chunk: does the op continue it? */
+bool cg_follow_rest(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	const struct cg_chunk *t = s->rest;
+	uint32_t pos = s->rest_at + s->sc.n;
+	if (pos >= t->n || !cg_chunk_op_matches(t, pos, op, hash))
+		return false;
+	cg_push_op(s, op, hash);
+	rest_grew(s);
+	return true;
+}

@@ -1,0 +1,24 @@
+/* Pieces of armed chunks (pieces.c): where a program boundary cuts the ops of an armed chunk
+ * short (a host copy every few steps, mid-step, or a short loop's unit out of step with it), the
+ * ops before it have occurred as often as the chunk has, so they become a chunk with a graph of
+ * their own at once; and the ops after the boundary, where no armed chunk starts with them but
+ * the cut one continues with them, are deferred as its rest and, once complete, replayed the
+ * same way. Internal to policy/. */
+#ifndef CG_POLICY_PIECES_H
+#define CG_POLICY_PIECES_H
+
+#include "policy/stream.h"
+
+/* The deferred ops, cut out of an armed chunk by a boundary: a chunk with a graph of their own
+ * now (s->complete), where they were seen `warmup` times. */
+void cg_arm_piece(struct cg_stream *s);
+/* The deferred ops, a piece of s->rest, run eagerly and stay the start of the learning chunk. */
+void cg_rest_eager(struct cg_stream *s);
+/* The first op after a boundary that cut `rest` short after its op `at`: deferred as the start
+ * of its rest when it is the op the chunk continues with. */
+bool cg_start_rest(struct cg_stream *s, struct cg_chunk *rest, uint32_t at,
+                   const struct cg_op *op, uint64_t hash);
+/* While deferring the rest of a chunk: does the op continue it? */
+bool cg_follow_rest(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
+
+#endif
