@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "fake_backend.h"
+#include "policy/chunk.h"
 #include "policy/engine.h"
 #include "shim/sig.h"
 
@@ -209,11 +210,89 @@ static void test_identical_layers_replay_without_divergence(void **state)
 	finish(&fb);
 }
 
+static void *mem(void *p, size_t n)
+{
+	if (!n) {
+		free(p);
+		return NULL;
+	}
+	return realloc(p, n);
+}
+
+/* An op of the test below: signature and arguments of sizes that vary with i. */
+static struct cg_op scratch_op(uint32_t i, unsigned char *sig, unsigned char *args)
+{
+	uint32_t sl = 8 + i % 5 * 8, al = 4 + i % 7 * 12;
+	for (uint32_t b = 0; b < sl; b++)
+		sig[b] = (unsigned char)(i * 31 + b);
+	for (uint32_t b = 0; b < al; b++)
+		args[b] = (unsigned char)(i * 17 + b * 3);
+	return (struct cg_op){ .sig = sig, .sig_len = sl, .args = args, .args_len = al,
+	                       .hash = cg_sig_hash(sig, sl), .name = i % 2 ? "even" : "odd" };
+}
+
+/* A short loop's first unit made whole from the chunk a content-defined cut took (the engine's
+ * unit_front): the last k ops of that chunk's template put in front of the scratch hold exactly
+ * what pushing every op in order gives: the same bytes, hashes, names and key, the scratch's
+ * own ops moved behind them. */
+static void test_unit_front_is_the_ops_in_order(void **state)
+{
+	enum { CUT = 9, REST = 6, MAX = 64 };
+	unsigned char sig[64], args[128];
+	struct cg_scratch cut, rest, whole;
+	struct cg_index ix;
+	assert_true(cg_scratch_init(&cut, MAX, mem));
+	assert_true(cg_scratch_init(&rest, MAX, mem));
+	assert_true(cg_scratch_init(&whole, MAX, mem));
+	assert_true(cg_index_init(&ix, mem));
+	for (uint32_t i = 0; i < CUT + REST; i++) {
+		struct cg_op op = scratch_op(i, sig, args);
+		cg_scratch_push(i < CUT ? &cut : &rest, &op, op.hash, mem);
+	}
+	struct cg_chunk *t = cg_index_add(&ix, &cut);
+	assert_non_null(t);
+	cg_chunk_note_args(t, &cut);
+	for (uint32_t k = 1; k <= CUT; k++) {
+		cg_scratch_reset(&whole);
+		for (uint32_t i = CUT - k; i < CUT + REST; i++) {
+			struct cg_op op = scratch_op(i, sig, args);
+			cg_scratch_push(&whole, &op, op.hash, mem);
+		}
+		struct cg_scratch sc;
+		assert_true(cg_scratch_init(&sc, MAX, mem));
+		for (uint32_t i = 0; i < REST; i++) {
+			struct cg_op op;
+			cg_scratch_op(&rest, i, &op);
+			cg_scratch_push(&sc, &op, op.hash, mem);
+		}
+		assert_true(cg_scratch_prepend(&sc, t, k, mem));
+		assert_int_equal(sc.n, whole.n);
+		assert_int_equal(cg_scratch_key(&sc), cg_scratch_key(&whole));
+		for (uint32_t i = 0; i < sc.n; i++) {
+			struct cg_op a, b;
+			cg_scratch_op(&sc, i, &a);
+			cg_scratch_op(&whole, i, &b);
+			assert_int_equal(a.hash, b.hash);
+			assert_ptr_equal(a.name, b.name);
+			assert_int_equal(a.sig_len, b.sig_len);
+			assert_int_equal(a.args_len, b.args_len);
+			assert_memory_equal(a.sig, b.sig, a.sig_len);
+			assert_memory_equal(a.args, b.args, a.args_len);
+		}
+		cg_scratch_fini(&sc, mem);
+	}
+	cg_index_fini(&ix);
+	cg_scratch_fini(&cut, mem);
+	cg_scratch_fini(&rest, mem);
+	cg_scratch_fini(&whole, mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_cuts_whatever_the_handles),
 		cmocka_unit_test(test_identical_layers_replay_without_divergence),
+		cmocka_unit_test(test_unit_front_is_the_ops_in_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
