@@ -1,6 +1,7 @@
 /* Where the engine cuts an op stream into chunks: the same program must cut the same way in
- * every process, although kernel handles differ from run to run, and a loop of identical
- * layers must be cut so that each chunk recurs at the same places every step. */
+ * every process, although kernel handles differ from run to run; a loop of identical layers
+ * must be cut so that each chunk recurs at the same places every step; and a short loop's unit
+ * that a content-defined cut split is put together from exactly its ops. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
