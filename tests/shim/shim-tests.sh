@@ -308,8 +308,8 @@ control-win|control-lose) # the controller times the program's epochs eager and 
   # has the decision and the summary the controller's state.
   export CUGRAFT_MEASURE=1
   # (an epoch lasts 3 ms at least: the fake's eager iterations take tens of microseconds; where
-  # graphs win, they save most of the host's time, and 200 ms run graphed before the probe,
-  # some 15,000 of the fake's graphed iterations here)
+  # graphs win, they save most of the host's time, and 200 ms run graphed before the probe:
+  # more than 12,000 of the fake's graphed iterations here)
   if [ $case_name = control-win ]; then spin=100000,0 want=graphs iters=40000; else spin=0,2000000 want=eager iters=300; fi
   eager e "$progs/fourway" --iters $iters
   FAKECUDA_SPIN_NS=$spin shim s "$progs/fourway" --iters $iters
