@@ -1,17 +1,17 @@
 /* Period detection (loop.h). Each op's context (it and the ops just before it) is hashed
  * into a ring; a hypothesis "the stream repeats every `cand` ops" comes from where the current
- * context was last seen and lives while contexts keep matching `cand` back. Once it has held
- * for a period (or LOCK_RUN ops of a long one) the period is locked and a context of the loop,
- * the anchor, marks where a chunk ends unless a cut placed by content or the program came
- * shortly before: chosen by content, it stays put when extra work shifts an iteration, and it
- * is the same in every run of the same program. A loop no longer than a chunk is cut into units
- * of whole periods instead: its first unit ends where it has been seen `warmup` times already,
- * and a host copy or sync the program makes at the same place twice moves the cut there, so
- * that the chunk before it is a whole unit as well. */
+ * wide context was last seen, or else the context, and lives while contexts keep matching `cand`
+ * back. Once it has held for a period (or LOCK_RUN ops of a long one) the period is locked and a
+ * context of the loop, the anchor, marks where a chunk ends unless a cut placed by content or
+ * the program came shortly before: chosen by content, it stays put when extra work shifts an
+ * iteration, and it is the same in every run of the same program. A loop no longer than a chunk
+ * is cut into units of whole periods instead: its first unit ends where it has been seen
+ * `warmup` times already, and a host copy or sync the program makes at the same place twice
+ * moves the cut there, so that the chunk before it is a whole unit as well. */
 #include <string.h>
 #include "policy/loop.h"
 
-#define CG_PERIOD_MAX 16384u  /* longest period found: the ring's size (192 KiB per stream) */
+#define CG_PERIOD_MAX 16384u  /* longest period found: the ring's size (384 KiB per stream) */
 #define CG_PERIOD_FIRST 256u  /* the ring grows as the stream does */
 #define LOCK_RUN 32           /* matching contexts that lock a period longer than this */
 
@@ -30,29 +30,35 @@ void cg_loop_fini(struct cg_loop *p, void *(*mem)(void *, size_t))
 {
 	mem(p->ring, 0);
 	mem(p->seen, 0);
+	mem(p->seen_wide, 0);
 	p->ring = NULL;
-	p->seen = NULL;
+	p->seen = p->seen_wide = NULL;
 }
 
 /* Double the ring (it is full: t == mask + 1), keeping every context and where it was seen. */
 static bool grow(struct cg_loop *p, void *(*mem)(void *, size_t))
 {
 	uint32_t cap = p->ring ? 2 * (p->mask + 1) : CG_PERIOD_FIRST;
-	uint32_t *ring = mem(NULL, cap * sizeof(*ring));
+	struct cg_loop_ctx *ring = mem(NULL, cap * sizeof(*ring));
 	struct cg_loop_seen *seen = ring ? mem(NULL, cap * sizeof(*seen)) : NULL;
-	if (!seen) {
+	struct cg_loop_seen *seen_wide = seen ? mem(NULL, cap * sizeof(*seen_wide)) : NULL;
+	if (!seen_wide) {
 		mem(ring, 0);
+		mem(seen, 0);
 		return false;
 	}
 	memset(seen, 0, cap * sizeof(*seen));
+	memset(seen_wide, 0, cap * sizeof(*seen_wide));
 	for (uint64_t i = 0; i < p->t; i++) {
-		uint32_t ctx = p->ring[i & p->mask];
-		ring[i & (cap - 1)] = ctx;
-		seen[ctx & (cap - 1)] = (struct cg_loop_seen){ ctx, (uint32_t)i };
+		struct cg_loop_ctx c = p->ring[i & p->mask];
+		ring[i & (cap - 1)] = c;
+		seen[c.ctx & (cap - 1)] = (struct cg_loop_seen){ c.ctx, (uint32_t)i };
+		seen_wide[c.wide & (cap - 1)] = (struct cg_loop_seen){ c.wide, (uint32_t)i };
 	}
 	cg_loop_fini(p, mem);
 	p->ring = ring;
 	p->seen = seen;
+	p->seen_wide = seen_wide;
 	p->mask = cap - 1;
 	return true;
 }
@@ -199,11 +205,21 @@ void cg_loop_grow(struct cg_loop *p, void *(*mem)(void *, size_t))
 	p->grow_at = grown && p->mask + 1 < CG_PERIOD_MAX ? p->mask + 1 : UINT64_MAX;
 }
 
-void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx)
+/* How far back the context `ctx` was last seen in `seen` (0: not within the ring). */
+static uint32_t seen_back(const struct cg_loop *p, const struct cg_loop_seen *seen, uint64_t t,
+                          uint32_t ctx)
 {
-	const struct cg_loop_seen *seen = &p->seen[ctx & p->mask];
-	uint32_t d = (uint32_t)t - seen->pos;
-	p->cand = seen->ctx == ctx && d && d <= p->mask ? d : 0;
+	const struct cg_loop_seen *s = &seen[ctx & p->mask];
+	uint32_t d = (uint32_t)t - s->pos;
+	return s->ctx == ctx && d && d <= p->mask ? d : 0;
+}
+
+/* A new hypothesis: where the wide context was last seen, if it was (a context of a loop of few
+ * kernels can recur within an iteration, a wide one less), else where the context was. */
+void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx, uint32_t wide)
+{
+	uint32_t d = seen_back(p, p->seen_wide, t, wide);
+	p->cand = d ? d : seen_back(p, p->seen, t, ctx);
 	p->run = p->cand ? 1 : 0;
 }
 

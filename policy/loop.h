@@ -13,24 +13,29 @@
 #include <stdint.h>
 #include "policy/mix.h"
 
-/* Ops in a context: long enough that a loop of few distinct kernels still has contexts that
- * occur once per iteration, short enough that extra work disturbs few of them and that a loop
- * of a dozen ops is found in its second iteration (a context must fit in one period to match
- * the one a period before by then). */
+/* Ops in a context: short enough that extra work disturbs few of them and that a loop of a
+ * dozen ops is found in its second iteration (a context must fit in one period to match the one
+ * a period before by then). A loop of few distinct kernels repeats such a context several times
+ * an iteration, so the wide context, of CG_PERIOD_WIDE ops, says where one was seen first: most
+ * of them occur once per iteration (a loop of 3,000 ops of two kernels was not found by 8-op
+ * contexts alone). */
 #define CG_PERIOD_CONTEXT 8
+#define CG_PERIOD_WIDE 16
 
 #define CG_LOOP_BOUNDARIES 8  /* latest program boundaries remembered */
 
 struct cg_loop {
 	/* Over the last `mask + 1` ops: the hash of each op with the CG_PERIOD_CONTEXT - 1 ops
-	 * before it (its context), and where each context was last seen (direct-mapped: a
-	 * collision forgets). */
-	uint32_t *ring;
-	struct cg_loop_seen { uint32_t ctx, pos; } *seen;
+	 * before it (its context) and with the CG_PERIOD_WIDE - 1 before it (its wide context),
+	 * and where each context and each wide one was last seen (direct-mapped: a collision
+	 * forgets). */
+	struct cg_loop_ctx { uint32_t ctx, wide; } *ring;
+	struct cg_loop_seen { uint32_t ctx, pos; } *seen, *seen_wide;
 	uint32_t mask;
 	uint64_t t;               /* ops pushed */
-	uint64_t window;          /* polynomial hash of the latest CG_PERIOD_CONTEXT op hashes */
-	uint64_t last[CG_PERIOD_CONTEXT];  /* those op hashes, by t % CG_PERIOD_CONTEXT */
+	uint64_t window, wide;    /* polynomial hashes of the latest CG_PERIOD_CONTEXT and
+	                             CG_PERIOD_WIDE op hashes */
+	uint64_t last[CG_PERIOD_WIDE];  /* those op hashes, by t % CG_PERIOD_WIDE */
 	uint32_t cand, run;       /* hypothesis: ctx[t] == ctx[t - cand] for the last `run` ops */
 	uint32_t period;          /* the period locked on, 0: none yet */
 	uint32_t ctx;             /* the latest op's context */
@@ -78,17 +83,19 @@ void cg_loop_fini(struct cg_loop *p, void *(*mem)(void *, size_t));
 void cg_loop_no_units(struct cg_loop *p);
 /* The rare parts of cg_loop_push (loop.c). */
 void cg_loop_grow(struct cg_loop *p, void *(*mem)(void *, size_t));
-void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx);
+void cg_loop_miss(struct cg_loop *p, uint64_t t, uint32_t ctx, uint32_t wide);
 void cg_loop_try_lock(struct cg_loop *p, uint64_t t);
 void cg_loop_wrap(struct cg_loop *p, uint64_t t, uint32_t ctx);
 void cg_loop_due(struct cg_loop *p, uint64_t t, uint32_t ctx);
 
-/* The window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^8 takes out the op leaving it. */
+/* A window hash is sum(h[t - i] * MUL^i) mod 2^64; MUL^8 (MUL^16) takes out the op leaving it. */
 #define CG_PERIOD_MUL 0x9e3779b97f4a7c15ull
 #define CG_PERIOD_MUL2 (CG_PERIOD_MUL * CG_PERIOD_MUL)
 #define CG_PERIOD_MUL4 (CG_PERIOD_MUL2 * CG_PERIOD_MUL2)
 #define CG_PERIOD_MUL8 (CG_PERIOD_MUL4 * CG_PERIOD_MUL4)
-_Static_assert(CG_PERIOD_CONTEXT == 8, "CG_PERIOD_MUL8 is the multiplier to that power");
+#define CG_PERIOD_MUL16 (CG_PERIOD_MUL8 * CG_PERIOD_MUL8)
+_Static_assert(CG_PERIOD_CONTEXT == 8 && CG_PERIOD_WIDE == 16,
+               "CG_PERIOD_MUL8 and CG_PERIOD_MUL16 are the multipliers to those powers");
 
 /* One more op; sets p->cut. Inline (it runs on every launch), O(1) amortised. */
 static inline void cg_loop_push(struct cg_loop *p, uint64_t hash, void *(*mem)(void *, size_t))
@@ -99,17 +106,21 @@ static inline void cg_loop_push(struct cg_loop *p, uint64_t hash, void *(*mem)(v
 	if (!p->ring)
 		return;
 	uint64_t t = p->t++;
-	uint64_t *out = &p->last[t % CG_PERIOD_CONTEXT];
-	p->window = p->window * CG_PERIOD_MUL + hash - *out * CG_PERIOD_MUL8;
+	uint64_t *out = &p->last[t % CG_PERIOD_WIDE];
+	uint64_t mid = p->last[(t + CG_PERIOD_WIDE - CG_PERIOD_CONTEXT) % CG_PERIOD_WIDE];
+	p->window = p->window * CG_PERIOD_MUL + hash - mid * CG_PERIOD_MUL8;
+	p->wide = p->wide * CG_PERIOD_MUL + hash - *out * CG_PERIOD_MUL16;
 	*out = hash;
 	uint32_t ctx = (uint32_t)(cg_fmix64(p->window) >> 32) | 1;  /* 0: empty */
+	uint32_t wide = (uint32_t)(cg_fmix64(p->wide) >> 32) | 1;
 	p->ctx = ctx;
-	p->ring[t & p->mask] = ctx;
-	if (p->cand && ctx == p->ring[(t - p->cand) & p->mask])
+	p->ring[t & p->mask] = (struct cg_loop_ctx){ ctx, wide };
+	if (p->cand && ctx == p->ring[(t - p->cand) & p->mask].ctx)
 		p->run++;
 	else
-		cg_loop_miss(p, t, ctx);
+		cg_loop_miss(p, t, ctx, wide);
 	p->seen[ctx & p->mask] = (struct cg_loop_seen){ ctx, (uint32_t)t };
+	p->seen_wide[wide & p->mask] = (struct cg_loop_seen){ wide, (uint32_t)t };
 	if (p->cand != p->period)
 		cg_loop_try_lock(p, t);
 	p->since++;

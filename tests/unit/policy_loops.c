@@ -210,6 +210,35 @@ static void test_every_loop_replays_after_warmup(void **state)
 	assert_true(worst_extra >= 0.92);
 }
 
+/* Long loops of two or three kernels in no order: a context of 8 ops recurs many times in an
+ * iteration, so the period is found through the wide context (a loop of 3,060 ops of two
+ * kernels replayed 0.61 after warm-up where only 8-op contexts proposed periods). */
+static void test_loops_of_few_kernels(void **state)
+{
+	static struct loop l;
+	static const uint32_t periods[] = { 300, 1000, 3060, 5000 };
+	for (uint32_t k = 0; k < 2 * 4; k++) {
+		struct rng r = { 0x7f4a7c15ull * (k + 1) };
+		struct cg_engine_config cfg;
+		cg_engine_config_default(&cfg);
+		cfg.measure = false;
+		uint32_t period = periods[k % 4];
+		make_loop(&l, &r, period);
+		l.kinds = 2 + k / 4;
+		for (uint32_t i = 0; i < period; i++)
+			l.body[i] = below(&r, l.kinds);
+		l.prologue = 2 * period / 3;
+		l.extra_ppm = 0;
+		uint64_t measured;
+		uint32_t first;
+		double share = run_loop(&l, &r, &cfg, &measured, &first);
+		if (getenv("CG_LOOPS_VERBOSE"))
+			print_message("period %u of %u kernels: %.3f, first replay in iteration %u\n",
+			              period, l.kinds, share, first);
+		assert_true(share >= 0.95);
+	}
+}
+
 /* ---- short loops with host copies, the cost gate in play ---------------------------------- */
 
 /* The backend times what the engine asks (like the shim: eager and graph runs paired by chunk,
@@ -465,6 +494,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_loop_replays_after_warmup),
+		cmocka_unit_test(test_loops_of_few_kernels),
 		cmocka_unit_test(test_short_loop_with_host_copies),
 		cmocka_unit_test(test_short_loop_samples_from_learning),
 		cmocka_unit_test(test_loops_of_one_and_two_ops),
