@@ -111,6 +111,16 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 		}
 		n = s->sc.n;
 	}
+	/* A short loop's chunk at its longest between two of its units' cuts (a unit of more than
+	 * half a chunk, whose cut once fell where the chunk was shorter): its oldest ops go, not the
+	 * chunk, so that the next cut finds a whole unit. Cut here, the chunks would be of the
+	 * chunk's length, out of step with the loop, and learned again every iteration. */
+	if (n >= s->len_max && s->per.unit && s->per.anchor && !s->per.cut) {
+		if (s->hold)
+			cg_release_hold(s, true);
+		drop_front(s, n - (s->len_max - 1));
+		n = s->sc.n;
+	}
 	/* A unit's cut where the chunk is shorter than a unit: a cut made before the loop was
 	 * found (by content) fell inside its first unit. The chunk content cut there holds the
 	 * unit's front (its ops and arguments, as they ran): the unit is whole again, and its graph

@@ -239,6 +239,54 @@ static void test_loops_of_few_kernels(void **state)
 	}
 }
 
+/* Does a content-defined cut fall after an op of this signature (once the chunk has a quarter of
+ * CUGRAFT_CHUNK's ops), 1 in 16 at the default chunk? */
+static bool content_cut(const unsigned char sig[40])
+{
+	struct cg_engine_config cfg;
+	cg_engine_config_default(&cfg);
+	uint32_t least = cfg.chunk_max / 4, spread = cfg.chunk_max / 2 - least;
+	return (cg_sig_hash(sig, 40) >> 32) < (1ull << 32) / spread;
+}
+
+/* Loops of 33 to 64 ops, units of one period (more than half a chunk), with no content-defined
+ * cut anywhere and prologues of every length: where a chunk's length cut falls inside the first
+ * unit, the unit's cut that follows finds a chunk shorter than the unit, which then ran on to
+ * the chunk's length and was cut there, out of step with the loop, every iteration after (a loop
+ * of 61 ops after 47 others replayed 0.85). */
+static void test_units_longer_than_half_a_chunk(void **state)
+{
+	static struct loop l;
+	uint32_t worst_period = 0, worst_prologue = 0;
+	double worst = 1;
+	for (uint32_t period = 33; period <= 64; period += 4)
+		for (uint32_t prologue = 0; prologue < 64; prologue += 7) {
+			struct rng r = { 0x3c6ef372ull * period + prologue };
+			struct cg_engine_config cfg;
+			cg_engine_config_default(&cfg);
+			cfg.measure = false;
+			make_loop(&l, &r, period);
+			l.kinds = period;
+			for (uint32_t i = 0; i < period; i++)
+				l.body[i] = i;
+			l.prologue = prologue;
+			l.sync = false;
+			l.extra_ppm = 0;
+			for (uint32_t k = 0; k <= KINDS; k++)
+				while (content_cut(l.sig[k]))
+					for (uint32_t b = 0; b < sizeof(l.sig[k]); b++)
+						l.sig[k][b] = (unsigned char)rnd(&r);
+			uint64_t measured;
+			uint32_t first;
+			double share = run_loop(&l, &r, &cfg, &measured, &first);
+			if (share < worst)
+				worst = share, worst_period = period, worst_prologue = prologue;
+		}
+	print_message("loops of 33-64 ops, no content cut: worst %.3f (period %u, prologue %u)\n",
+	              worst, worst_period, worst_prologue);
+	assert_true(worst >= 0.95);
+}
+
 /* ---- short loops with host copies, the cost gate in play ---------------------------------- */
 
 /* The backend times what the engine asks (like the shim: eager and graph runs paired by chunk,
@@ -366,16 +414,6 @@ static void run_short(struct loop *l, uint32_t iters, uint32_t every, struct sho
 	run_timed(l, iters, every, 2.0, 1.5, out);
 }
 
-/* Does a content-defined cut fall after an op of this signature (once the chunk has a quarter of
- * CUGRAFT_CHUNK's ops), 1 in 16 at the default chunk? */
-static bool content_cut(const unsigned char sig[40])
-{
-	struct cg_engine_config cfg;
-	cg_engine_config_default(&cfg);
-	uint32_t least = cfg.chunk_max / 4, spread = cfg.chunk_max / 2 - least;
-	return (cg_sig_hash(sig, 40) >> 32) < (1ull << 32) / spread;
-}
-
 /* conf-cublas's step: kernels around cuBLAS and cuBLASLt launches, a chaining kernel five
  * times and a squashing one three times (same signatures, other arguments); before the loop,
  * `prologue` kernels that initialise its buffers; `first`: 1, cuBLAS loads its kernels' modules
@@ -495,6 +533,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_loop_replays_after_warmup),
 		cmocka_unit_test(test_loops_of_few_kernels),
+		cmocka_unit_test(test_units_longer_than_half_a_chunk),
 		cmocka_unit_test(test_short_loop_with_host_copies),
 		cmocka_unit_test(test_short_loop_samples_from_learning),
 		cmocka_unit_test(test_loops_of_one_and_two_ops),
