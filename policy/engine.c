@@ -49,9 +49,12 @@ double cg_engine_launch_saved_us(const struct cg_engine_config *cfg, double ops,
 
 /* A unit of a short loop ends here, after ops that are no part of it (the stretch before the
  * loop was found, extra work): they ran eagerly and are forgotten, so that the unit is learned
- * as the chunk it will be. The flushed ops come first in the scratch, then the passed ones. */
+ * as the chunk it will be (ops held for a sample run first: the hold was for another chunk).
+ * The flushed ops come first in the scratch, then the passed ones. */
 static void drop_front(struct cg_stream *s, uint32_t k)
 {
+	if (s->hold)
+		cg_release_hold(s, true);
 	uint32_t flushed = s->sc.n - s->passed;
 	uint32_t passed = k > flushed ? k - flushed : 0;
 	if (passed)
@@ -96,19 +99,13 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	/* A loop no longer than a chunk is cut at its units only (loop.h): a content-defined cut
 	 * would make its chunks longer or shorter than a unit, or out of step with it. */
 	bool content = !s->per.unit && n >= e->chunk_min && (hash >> 32) < e->cdc_below;
-	if (s->per.cut && s->per.unit && n > s->per.unit) {
-		if (s->hold)
-			cg_release_hold(s, true);
+	if (s->per.cut && s->per.unit && n > s->per.unit)
 		drop_front(s, n - s->per.unit);
-	}
 	/* Before a short loop's first unit ends, what comes before it can go, not the unit. */
 	if (n >= e->cfg.chunk_max && s->per.unit && s->per.due_at != UINT64_MAX) {
 		uint64_t start = s->per.due_at + 1 - s->per.unit;
-		if (start > s->chunk_first && start - s->chunk_first < n) {
-			if (s->hold)
-				cg_release_hold(s, true);
+		if (start > s->chunk_first && start - s->chunk_first < n)
 			drop_front(s, (uint32_t)(start - s->chunk_first));
-		}
 		n = s->sc.n;
 	}
 	/* A short loop's chunk at its longest between two of its units' cuts (a unit of more than
@@ -116,8 +113,6 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 	 * chunk, so that the next cut finds a whole unit. Cut here, the chunks would be of the
 	 * chunk's length, out of step with the loop, and learned again every iteration. */
 	if (n >= s->len_max && s->per.unit && s->per.anchor && !s->per.cut) {
-		if (s->hold)
-			cg_release_hold(s, true);
 		drop_front(s, n - (s->len_max - 1));
 		n = s->sc.n;
 	}

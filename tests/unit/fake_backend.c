@@ -232,12 +232,18 @@ void fake_backend_fini(struct fake_backend *fb)
 	fb->cap = fb->want_cap = 0;
 }
 
-enum cg_verdict fake_submit(struct fake_backend *fb, struct cg_stream *s, uint32_t id,
-                            const struct cg_op *op)
+/* The shim was handed `op` on stream `id`: it must run once, in this order. */
+static void wanted(struct fake_backend *fb, uint32_t id, const struct cg_op *op)
 {
 	append(&fb->want, &fb->nwant, &fb->want_cap, id, false, op->sig, op->sig_len, op->args,
 	       op->args_len);
 	fb->submitted[id]++;
+}
+
+enum cg_verdict fake_submit(struct fake_backend *fb, struct cg_stream *s, uint32_t id,
+                            const struct cg_op *op)
+{
+	wanted(fb, id, op);
 	enum cg_verdict v = cg_submit(s, op);
 	if (v == CG_PASS) {
 		/* Invariant: a passed op runs after everything submitted before it. */
@@ -251,9 +257,7 @@ enum cg_verdict fake_submit(struct fake_backend *fb, struct cg_stream *s, uint32
 void fake_pass(struct fake_backend *fb, struct cg_stream *s, uint32_t id, const struct cg_op *op)
 {
 	fake_boundary(fb, s, id, CG_R_UNPROVEN_SHAPE);
-	append(&fb->want, &fb->nwant, &fb->want_cap, id, false, op->sig, op->sig_len, op->args,
-	       op->args_len);
-	fb->submitted[id]++;
+	wanted(fb, id, op);
 	cg_passed(s, op);
 	record(fb, id, false, op->sig, op->sig_len, op->args, op->args_len);
 }
