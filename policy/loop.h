@@ -16,9 +16,9 @@
 /* Ops in a context: short enough that extra work disturbs few of them and that a loop of a
  * dozen ops is found in its second iteration (a context must fit in one period to match the one
  * a period before by then). A loop of few distinct kernels repeats such a context several times
- * an iteration, so the wide context, of CG_PERIOD_WIDE ops, says where one was seen first: most
- * of them occur once per iteration (a loop of 3,000 ops of two kernels was not found by 8-op
- * contexts alone). */
+ * an iteration, so a period is proposed by where the wide context, of CG_PERIOD_WIDE ops, was
+ * last seen, where it was: most of those occur once per iteration (a loop of 3,000 ops of two
+ * kernels was not found by 8-op contexts alone). */
 #define CG_PERIOD_CONTEXT 8
 #define CG_PERIOD_WIDE 16
 
