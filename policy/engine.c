@@ -133,7 +133,8 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 		if (!ends && n <= s->hold->n)
 			return CG_TAKEN;
 		if (ends && n == s->hold->n) {
-			cg_learn_sample(s);  /* runs this op too */
+			if (!cg_replay_hold(s))
+				cg_learn_sample(s);  /* runs this op too */
 			v = CG_TAKEN;
 		} else {
 			cg_release_hold(s, true);
@@ -304,6 +305,12 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	ST(s, boundaries, 1);
 	if (!s->at_boundary)
 		cg_loop_boundary(&s->per);
+	/* The held chunk ends here, as it did when it was seen (replayed, it ran before the
+	 * boundary: its instance is counted in the epoch it ran in). */
+	if (s->hold && s->sc.n == s->hold->n && !cg_replay_hold(s))
+		cg_learn_sample(s);
+	else if (s->hold)
+		cg_release_hold(s, false);
 	s->epoch++;
 	/* The chunk the deferred ops were cut out of: what follows may be its rest (deferring a
 	 * rest already, or no op since the boundary that cut it: the rest goes on). */
@@ -316,10 +323,6 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 		cg_arm_piece(s);
 	if (s->deferring)
 		end_deferral(s, why);
-	if (s->hold && s->sc.n == s->hold->n)
-		cg_learn_sample(s);  /* the held chunk ends here, as it did when it was seen */
-	else if (s->hold)
-		cg_release_hold(s, false);
 	cg_cut(s, true, true);
 	if (s->e->cfg.measure && (why == CG_R_SYNC || why == CG_R_HOST_COPY))
 		control_wait(s->e);

@@ -16,8 +16,9 @@ static double max_d(double a, double b)
 	return a > b ? a : b;
 }
 
-/* The sightings that follow the cold one while the chunk is learned, at most 2 (the default
- * warmup 2 gives one; with none, as at warmup 1, one replay runs eagerly for it). A burst of the
+/* One, and two where a longer warmup gives them: the sightings between the cold first and the
+ * one that earns the graph (which runs as it) are timed for free (none at the default warmup 2,
+ * one at 3); the others cost a replay each, and only where the gate could act. A burst of the
  * same ops timed on the GPU differs little from one run to the next. */
 uint32_t cg_gate_eager_samples(const struct cg_gate_costs *c)
 {

@@ -1,9 +1,11 @@
-/* Pieces of armed chunks (pieces.c): where a program boundary cuts the ops of an armed chunk
- * short (a host copy every few steps, mid-step, or a short loop's unit out of step with it), the
- * ops before it have occurred as often as the chunk has, so they become a chunk with a graph of
- * their own at once; and the ops after the boundary, where no armed chunk starts with them but
- * the cut one continues with them, are deferred as its rest and, once complete, replayed the
- * same way. Internal to policy/. */
+/* Graphs that come at once (pieces.c), for ops held back that have occurred often enough.
+ * Pieces of armed chunks: where a program boundary cuts the ops of an armed chunk short (a host
+ * copy every few steps, mid-step, or a short loop's unit out of step with it), the ops before it
+ * have occurred as often as the chunk has, so they become a chunk with a graph of their own at
+ * once; and the ops after the boundary, where no armed chunk starts with them but the cut one
+ * continues with them, are deferred as its rest and, once complete, replayed the same way. And
+ * the sighting of a learning chunk that earns it its graph, held as it came: it runs as that
+ * graph. Internal to policy/. */
 #ifndef CG_POLICY_PIECES_H
 #define CG_POLICY_PIECES_H
 
@@ -12,6 +14,10 @@
 /* The deferred ops, cut out of an armed chunk by a boundary: a chunk with a graph of their own
  * now (s->complete), where they were seen `warmup` times. */
 void cg_arm_piece(struct cg_stream *s);
+/* The held ops are the chunk held for, complete: where this sighting earns it its graph, the
+ * graph is built from them and launched in their place. False: they are to run eagerly as a
+ * learning sample (cg_learn_sample). */
+bool cg_replay_hold(struct cg_stream *s);
 /* The deferred ops, a piece of s->rest, run eagerly and stay the start of the learning chunk. */
 void cg_rest_eager(struct cg_stream *s);
 /* The first op after a boundary that cut `rest` short after its op `at`: deferred as the start

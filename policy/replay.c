@@ -243,7 +243,7 @@ bool cg_start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t has
 			/* Settled too: a place where a chunk still learning came at each sighting so far,
 			 * unrivalled. Deferred, its next sighting (the one that arms it, at the default
 			 * warmup) would only cg_diverge, or be cut by the boundary that ends it while still a
-			 * prefix, and lose the eager sample its learning holds it for. */
+			 * prefix, and lose the graph it earns where its learning holds it. */
 			bool settled = margin >= CG_PLACE_SETTLED ||
 			               (t->state == CG_CHUNK_LEARNING && margin >= t->seen);
 			if (!s->expect && settled) {

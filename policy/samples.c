@@ -7,16 +7,18 @@
 #define CG_HOLD_SKIP 64
 
 /* The cost gate's samples (gate.h judges them), timed by the backend on the GPU and returned
- * through cg_stream_timing. Eager ones come first from the chunk's last sightings while it is
- * learned, which run eagerly anyway: their ops are held back (cg_start_hold) and, once the
- * occurrence is complete, submitted in a burst between the backend's events (cg_learn_sample),
- * up to cg_gate_eager_samples() of them, never its first sighting (cold: module loads, first
- * launches). Once its graph has run (its first launch uploads it), the graph's next occurrences
- * are timed, up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the
- * backend declined, a flush or a divergence released the held ops, the loop detector learned
- * the chunk at once), occurrences that could have been replayed run eagerly for them
- * (cg_eager_sample), alternating with the graph's, only while the graph's time says the gate
- * could act on it (each costs the replay of an occurrence). Either way the ops are exactly the
+ * through cg_stream_timing. Eager ones come first from the chunk's sightings while it is learned
+ * that run eagerly anyway, after the first (cold: module loads, first launches) and before the
+ * one that earns its graph (which runs as that graph, pieces.c), so only with a warmup over 2:
+ * their ops are held back (cg_start_hold) and, once the occurrence is complete, submitted in a
+ * burst between the backend's events (cg_learn_sample), up to cg_gate_eager_samples() of them.
+ * Once its graph has run (its first launch uploads it), the graph's next occurrences are timed,
+ * up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the default
+ * warmup, the backend declined, a flush or a divergence released the held ops, the loop
+ * detector learned the chunk at once), occurrences that could have been replayed run eagerly
+ * for them (cg_eager_sample), alternating with the graph's, only while the graph's time says the
+ * gate could act on it (each costs the replay of an occurrence; most graphs take far less GPU
+ * time than the launch time they save and need none). Either way the ops are exactly the
  * program's, run once, in order. The backend may decline a sample (busy, or timing failed): a
  * chunk asks only so often. A sample taken is waited for (up to CG_TIMING_WAIT launches, should
  * it never come back) before the next: it may show the next unneeded. */
@@ -64,31 +66,37 @@ bool cg_eager_sample(struct cg_stream *s, struct cg_chunk *t)
 	return true;
 }
 
-/* ---- eager samples from learning ------------------------------------------------------- */
+/* ---- learning sightings held: for an eager sample, or to run as their graph -------------- */
 
 /* Would an occurrence of learning chunk `t` now be one of its last sightings before its graph,
  * not its first, with an eager sample still to take? */
 static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chunk *t)
 {
 	uint32_t want = cg_gate_eager_samples(&e->gate);
-	return t->state == CG_CHUNK_LEARNING && t->seen >= 1 && t->timed_eager < want &&
-	       t->seen + want >= e->cfg.warmup;
+	return t->seen >= 1 && t->timed_eager < want && t->seen + want >= e->cfg.warmup;
+}
+
+/* Would an occurrence of learning chunk `t` now earn it its graph (cg_replay_hold)? */
+static bool earns_graph(const struct cg_engine *e, const struct cg_chunk *t)
+{
+	return t->seen + 1 >= e->cfg.warmup && !e->cfg.record_only;
 }
 
 /* At a chunk start that no armed chunk takes: if the chunk that ran at this place, or else the
- * learning chunk last seen starting with this op, is one that wants an eager sample, hold its
- * ops back as they come (the program is told they were launched, as with a deferral), so that
- * the occurrence can run as a burst between the backend's events once complete. Learning goes
- * on as if they had passed: where it cuts elsewhere, or an op differs, or a boundary or the
- * flusher comes first, they run eagerly as they are (cg_release_hold). A stream whose samples the
- * backend keeps declining (a per-thread stream of another thread, timing off) holds only now
- * and then, to see whether that changed (samples not read back yet fill the backend's slots
- * for a while): the hold only delays its ops. */
+ * learning chunk last seen starting with this op, is one that this sighting earns its graph, or
+ * one that wants an eager sample, hold its ops back as they come (the program is told they were
+ * launched, as with a deferral), so that the occurrence can run as its graph, or as a burst
+ * between the backend's events, once complete. Learning goes on as if they had passed: where it
+ * cuts elsewhere, or an op differs, or a boundary or the flusher comes first, they run eagerly
+ * as they are (cg_release_hold). A stream whose samples the backend keeps declining (a
+ * per-thread stream of another thread, timing off) holds for them only now and then, to see
+ * whether that changed (samples not read back yet fill the backend's slots for a while): the
+ * hold only delays its ops. */
 void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
                    uint64_t here)
 {
 	struct cg_engine *e = s->e;
-	if (!e->be->time_begin || s->why != CG_R_NONE)
+	if (s->why != CG_R_NONE)
 		return;
 	struct cg_chunk *t = here ? cg_index_find_key(&s->ix, here) : NULL;
 	if (!t || !cg_chunk_op_matches(t, 0, op, hash)) {
@@ -96,11 +104,15 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
 		if (!t || !cg_chunk_op_matches(t, 0, op, hash))
 			return;
 	}
-	if (!wants_learning_sample(e, t))
+	if (t->state != CG_CHUNK_LEARNING)
 		return;
-	if (s->hold_skip) {
-		s->hold_skip--;
-		return;
+	if (!earns_graph(e, t)) {
+		if (!e->be->time_begin || !wants_learning_sample(e, t))
+			return;
+		if (s->hold_skip) {
+			s->hold_skip--;
+			return;
+		}
 	}
 	/* Room for the whole chunk now, so that held ops are never lost to memory (the ops that
 	 * match it have its sizes). */
@@ -112,11 +124,16 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
 
 /* The held ops are exactly the chunk held for, and learning ends its occurrence here: they run
  * in a burst between the backend's events, as a replayed occurrence's eager sample does
- * (cg_eager_sample), and count as learning. */
+ * (cg_eager_sample), and count as learning. (Held to earn the graph that did not come, they run
+ * the same way, timed only where the chunk wants a sample.) */
 void cg_learn_sample(struct cg_stream *s)
 {
 	struct cg_engine *e = s->e;
 	struct cg_chunk *t = s->hold;
+	if (!e->be->time_begin || !wants_learning_sample(e, t)) {
+		cg_release_hold(s, false);
+		return;
+	}
 	bool timed = e->be->time_begin(e->be_ctx, s->be_stream, t->key, false);
 	cg_release_hold(s, false);
 	if (!timed) {

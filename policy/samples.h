@@ -1,5 +1,6 @@
-/* The cost gate's samples (samples.c): which runs of a chunk are timed, the eager samples
- * taken from learning sightings, and exposed chunks cut in two. Internal to policy/. */
+/* The cost gate's samples (samples.c): which runs of a chunk are timed, the learning sightings
+ * held (for an eager sample, or to run as the graph they earn), and exposed chunks cut in two.
+ * Internal to policy/. */
 #ifndef CG_POLICY_SAMPLES_H
 #define CG_POLICY_SAMPLES_H
 
@@ -13,7 +14,8 @@ struct cg_gate_costs cg_gate_costs_of(const struct cg_engine_config *cfg);
 enum timing cg_timing_wanted(struct cg_stream *s, struct cg_chunk *t);
 /* A timed eager run of the deferred ops, which are exactly `t`. False: the backend declined. */
 bool cg_eager_sample(struct cg_stream *s, struct cg_chunk *t);
-/* At a chunk start no armed chunk takes: hold the ops back for a learning sample, if wanted. */
+/* At a chunk start no armed chunk takes: hold the ops back where the sighting earns the chunk
+ * its graph or the chunk wants a learning sample. */
 void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash, uint64_t here);
 /* The held ops are the chunk held for: run them in a timed burst. */
 void cg_learn_sample(struct cg_stream *s);

@@ -133,10 +133,11 @@ static void test_steady_loop_replays(void **state)
 	for (int it = 0; it < 20; it++)
 		iteration(&r, 0, (uint64_t)it);
 	struct cg_stats st = stats(&r);
-	/* Three learning iterations, then every op of every iteration inside a graph. */
-	assert_int_equal(st.ops_replayed, 17 * LOOP);
-	assert_int_equal(st.fallbacks[CG_R_LEARNING], 3 * LOOP);
-	assert_true(st.graph_launches >= 17 * (LOOP / 64 + 1));
+	/* Two learning iterations, then every op of every iteration inside a graph: the third
+	 * runs as the graphs it earns. */
+	assert_int_equal(st.ops_replayed, 18 * LOOP);
+	assert_int_equal(st.fallbacks[CG_R_LEARNING], 2 * LOOP);
+	assert_true(st.graph_launches >= 18 * (LOOP / 64 + 1));
 	assert_int_equal(st.patches, 0);
 	assert_int_equal(st.fallbacks[CG_R_DIVERGENCE], 0);
 	rig_down(&r);
@@ -246,7 +247,8 @@ static void test_pointer_drift_patches_only(void **state)
 			built = stats(&r).graphs_built;
 	}
 	struct cg_stats st = stats(&r);
-	assert_int_equal(st.ops_replayed, 17 * LOOP);
+	assert_int_equal(st.ops_replayed, 18 * LOOP);
+	/* (the third iteration's graphs are built from its own arguments) */
 	assert_int_equal(st.patches, 17 * (LOOP / 3));
 	assert_int_equal(st.graphs_built, built);  /* no re-learning, no rebuild */
 	assert_int_equal(st.chunks_learned, built);
@@ -267,7 +269,7 @@ static void test_scalar_every_step_patched(void **state)
 		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
 	}
 	struct cg_stats st = stats(&r);
-	assert_int_equal(st.ops_replayed, 17 * LOOP);
+	assert_int_equal(st.ops_replayed, 18 * LOOP);
 	assert_int_equal(st.patches, 17);
 	assert_int_equal(st.arg_words_changing, 1);
 	rig_down(&r); /* the log check proves each launch ran with its own step */
@@ -321,7 +323,7 @@ static void test_shape_change_new_variant_then_reuse(void **state)
 {
 	struct rig r;
 	rig_up(&r, config(3, 64), 1);
-	assert_int_equal(shaped_iterations(&r, 0, 10, 1), 7 * LOOP);
+	assert_int_equal(shaped_iterations(&r, 0, 10, 1), 8 * LOOP);
 	shaped_iterations(&r, 10, 13, 2);                /* the new shape is learned */
 	uint64_t built = stats(&r).graphs_built;
 	assert_int_equal(shaped_iterations(&r, 13, 20, 2), 7 * LOOP);
@@ -345,7 +347,7 @@ static void test_sync_mid_iteration_cuts_chunk(void **state)
 		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
 	}
 	struct cg_stats st = stats(&r);
-	assert_int_equal(st.ops_replayed, 17 * LOOP);
+	assert_int_equal(st.ops_replayed, 18 * LOOP);
 	assert_int_equal(st.fallbacks[CG_R_SYNC], 0);  /* no chunk straddles the sync */
 	rig_down(&r);
 }
@@ -388,7 +390,7 @@ static void test_ten_thousand_op_iteration(void **state)
 		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
 	}
 	struct cg_stats st = stats(&r);
-	assert_int_equal(st.ops_replayed, 3 * 10000);
+	assert_int_equal(st.ops_replayed, 4 * 10000);
 	assert_true(st.graphs_alive >= 10000 / 64 && st.graphs_alive <= 10000 / 16);
 	rig_down(&r);
 }
@@ -561,7 +563,7 @@ static void test_launch_failure(void **state)
 	struct cg_stats st = stats(&r);
 	uint64_t failed = st.fallbacks[CG_R_LAUNCH_FAILED];
 	assert_true(failed > 0 && failed % 4 == 0 && failed / 4 <= 64);
-	assert_int_equal(st.ops_replayed, 9 * LOOP - failed);
+	assert_int_equal(st.ops_replayed, 10 * LOOP - failed);
 	assert_int_equal(st.graph_launches, r.fb.graph_launches);
 	assert_int_equal(r.fb.calls[FAKE_LAUNCH], st.graph_launches + 1);
 	rig_down(&r);
@@ -697,10 +699,43 @@ static const struct cg_engine_config *config_gpu_only(uint32_t warmup, uint32_t 
 	return &cfg;
 }
 
-/* The eager samples come from the chunks' learning sightings, which run eagerly anyway: with
- * the gate's timing on, once learned every op is replayed, and no occurrence runs eagerly for a
- * sample. Each chunk: two eager samples, its second and third sightings (its first is cold),
- * taken before its graph was built, then three of its graph, then never again. */
+/* The sighting that earns a chunk its graph (its `warmup`th) is held as it comes and runs as
+ * that graph, built from its own arguments (no patch), whether or not the backend can time it:
+ * at the default warmup a loop is replayed from its second iteration on. */
+static void test_earning_sighting_runs_as_its_graph(void **state)
+{
+	for (uint32_t warmup = 2; warmup <= 3; warmup++)
+		for (int timed = 0; timed < 2; timed++) {
+			struct rig r;
+			if (timed)
+				rig_up_sampled(&r, config(warmup, 64));
+			else
+				rig_up(&r, config(warmup, 64), 1);
+			for (uint32_t it = 0; it < 6; it++) {
+				uint64_t before = stats(&r).ops_replayed;
+				iteration(&r, 0, it);
+				uint64_t replayed = stats(&r).ops_replayed - before;
+				assert_int_equal(replayed, it + 1 < warmup ? 0 : LOOP);
+				if (it + 1 == warmup)
+					assert_int_equal(stats(&r).patches, 0);
+				if (timed)
+					hand_back(&r, 10.0, 8.0);
+			}
+			struct cg_stats st = stats(&r);
+			assert_int_equal(st.fallbacks[CG_R_LEARNING], (warmup - 1) * LOOP);
+			assert_int_equal(st.ops_eager, (warmup - 1) * LOOP);
+			/* the eager samples: the sightings between the first and the earning one */
+			assert_int_equal(st.learning_samples, timed ? (warmup - 2) * st.chunks_learned : 0);
+			rig_down(&r);
+		}
+}
+
+/* The first eager samples come from the chunks' learning sightings, which run eagerly anyway,
+ * and the sighting that earns a chunk its graph runs as that graph. Each chunk here: an eager
+ * sample from its second sighting (its first is cold), its third replayed as its graph, then
+ * three samples of its graph; the second eager sample the gate wants at this warmup comes from
+ * a later occurrence (once, between the graph's), since these graphs take more GPU time than
+ * their eager ops, and then never again. */
 static void test_cost_samples_from_learning(void **state)
 {
 	struct rig r;
@@ -714,25 +749,25 @@ static void test_cost_samples_from_learning(void **state)
 	int chunks = 0;
 	for (int i = 0; i < sampled.n; i++) {
 		int seen = sampled_before(i);
-		assert_int_equal(sampled.graph[i], seen >= 2);
-		assert_int_equal(sampled.built[i], sampled.graph[i]);
+		assert_int_equal(sampled.graph[i], seen != 0 && seen != 3);
+		assert_int_equal(sampled.built[i], seen != 0);
 		assert_true(seen < 5);
 		chunks += seen == 0;
 	}
 	assert_true(chunks > 1);
 	assert_int_equal(sampled.n, 5 * chunks);
 	struct cg_stats st = stats(&r);
-	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 0);
-	assert_int_equal(st.learning_samples, 2 * chunks);
-	assert_int_equal(st.fallbacks[CG_R_LEARNING], 3 * LOOP);
+	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], LOOP);  /* chunks cover the loop */
+	assert_int_equal(st.learning_samples, chunks);
+	assert_int_equal(st.fallbacks[CG_R_LEARNING], 2 * LOOP);
 	assert_int_equal(st.ops_replayed, 17 * LOOP);
 	assert_int_equal(st.chunks_disabled, 0);
 	rig_down(&r);
 }
 
-/* The gate acts on the samples from learning: graphs slower than their ops eager by more than
- * the host time they save (and the noise) are disabled once their graph samples are in, none of
- * their occurrences having run eagerly for a sample. */
+/* The gate acts on the eager samples, the first from learning: graphs slower than their ops
+ * eager by more than the host time they save (and the noise) are disabled once their graph
+ * samples are in, one occurrence of each having run eagerly for its second eager sample. */
 static void test_cost_gate_acts_on_learning_samples(void **state)
 {
 	struct rig r;
@@ -747,14 +782,14 @@ static void test_cost_gate_acts_on_learning_samples(void **state)
 		int seen = sampled_before(i);
 		chunks += seen == 0;
 		eager += !sampled.graph[i];
-		assert_int_equal(sampled.built[i], sampled.graph[i]);
+		assert_int_equal(sampled.built[i], seen != 0);
 	}
 	assert_true(chunks > 1);
 	assert_int_equal(eager, 2 * chunks);
 	struct cg_stats st = stats(&r);
 	assert_int_equal(st.chunks_disabled, chunks);
 	assert_int_equal(r.fb.events[CG_EV_CHUNK_DISABLED], chunks);
-	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 0);
+	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], LOOP);  /* chunks cover the loop */
 	uint64_t before = st.ops_replayed;
 	iteration_to(&r, 0, CG_R_EVENT);
 	st = stats(&r);
@@ -830,8 +865,9 @@ static void test_declined_learning_samples_retried(void **state)
 		learning += !sampled.graph[i] && !sampled.built[i];
 	assert_int_equal(sampled.declined, 8);
 	assert_true(sampled.nbuilt > 64);
-	/* two per chunk but the 8 declined and the 64 let pass */
-	assert_int_equal(learning, 2 * sampled.nbuilt - 8 - 64);
+	/* one per chunk (its third sighting runs as its graph) but the 8 declined and the 64 let
+	 * pass */
+	assert_int_equal(learning, sampled.nbuilt - 8 - 64);
 	rig_down(&r);
 }
 
@@ -864,7 +900,8 @@ static void test_cost_samples_alternate_then_stop(void **state)
 	assert_true(sampled.launches_at_begin[0] >= 1);
 	struct cg_stats st = stats(&r);
 	assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 2 * LOOP);  /* chunks cover the loop */
-	assert_int_equal(st.ops_replayed, 15 * LOOP);
+	/* two learning sightings, the third replayed, two eager samples */
+	assert_int_equal(st.ops_replayed, 16 * LOOP);
 	/* Eager samples faster than the graphs' (beyond the 1 us of noise) disable every chunk. */
 	for (int i = 0; i < sampled.n; i++)
 		if (!sampled.graph[i])
@@ -874,8 +911,8 @@ static void test_cost_samples_alternate_then_stop(void **state)
 }
 
 /* A graph whose GPU time is under half the host time it saves takes no more samples (the gate
- * cannot act on it): one graph sample per chunk after the two eager ones of its learning, and
- * no occurrence of it runs eagerly for a sample. A sample that never comes back holds the next
+ * cannot act on it): one graph sample per chunk after the eager one of its learning, and no
+ * occurrence of it runs eagerly for a sample. A sample that never comes back holds the next
  * back for a while, not for good. */
 static void test_cost_samples_stop_when_graphs_win(void **state)
 {
@@ -891,24 +928,19 @@ static void test_cost_samples_stop_when_graphs_win(void **state)
 		int chunks = 0;
 		for (int i = 0; i < sampled.n; i++) {
 			int seen = sampled_before(i);
-			assert_int_equal(sampled.graph[i], seen >= 2);
+			assert_int_equal(sampled.graph[i], seen == 1);
 			assert_int_equal(sampled.built[i], sampled.graph[i]);
 			chunks += seen == 0;
 		}
 		assert_true(chunks > 1);
 		struct cg_stats st = stats(&r);
 		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 0);
-		if (!lost) {
-			assert_int_equal(sampled.n, 3 * chunks);
-			assert_int_equal(st.ops_replayed, 27 * LOOP);
-		} else {
-			/* E, E (learning), 16 launches of each chunk waiting for them, G (it 19),
-			 * then waiting for that one to the end */
-			assert_int_equal(sampled.n, 3 * chunks);
-			for (int i = 0; i < sampled.n; i++)
-				assert_true(!sampled.graph[i] ||
-				            sampled.launches_at_begin[i] >= 16 * chunks);
-		}
+		assert_int_equal(sampled.n, 2 * chunks);
+		assert_int_equal(st.ops_replayed, 28 * LOOP);
+		/* Lost: E (learning), 16 launches of each chunk waiting for it, G, then waiting for
+		 * that one to the end. */
+		for (int i = 0; lost && i < sampled.n; i++)
+			assert_true(!sampled.graph[i] || sampled.launches_at_begin[i] >= 16 * chunks);
 		assert_int_equal(st.chunks_disabled, 0);
 		rig_down(&r);
 	}
@@ -991,8 +1023,8 @@ static void test_every_node_patched_judged_by_times(void **state)
 		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
 	}
 	struct cg_stats st = stats(&r);
-	assert_int_equal(st.ops_replayed, 7 * LOOP);
-	assert_int_equal(st.patches, 7 * LOOP);
+	assert_int_equal(st.ops_replayed, 8 * LOOP);
+	assert_int_equal(st.patches, 7 * LOOP);  /* (the first replay's graphs hold its arguments) */
 	assert_int_equal(st.divergences, 0);
 	uint64_t key = r.fb.last_built_key;
 	uint32_t n = r.fb.last_built_ops;
@@ -1167,7 +1199,8 @@ static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
  * no eager one. One over that share but faster than its eager ops: one eager sample, which
  * shows the gate cannot act. One slower than its eager ops by 0.6 of the saving (the gate acts
  * beyond all of it): two eager samples, alternating from the graph's, and it keeps its graph.
- * With the learning sightings' samples taken, none: the two eager samples came from them. */
+ * With the learning sighting's sample taken (its second; its third runs as its graph), one
+ * fewer, and none from an occurrence that could have been replayed where one is enough. */
 static void test_cost_samples_eager_only_where_gate_could_act(void **state)
 {
 	enum { NEAR, FASTER, CLOSE };
@@ -1191,8 +1224,8 @@ static void test_cost_samples_eager_only_where_gate_could_act(void **state)
 			learning += !sampled.built[i];
 		}
 		assert_int_equal(graphs, 3);
-		assert_int_equal(learning, declined ? 0 : 2);
-		assert_int_equal(eagers, !declined ? 2 : c == NEAR ? 0 : c == FASTER ? 1 : 2);
+		assert_int_equal(learning, declined ? 0 : 1);
+		assert_int_equal(eagers, c == NEAR ? !declined : c == FASTER ? 1 : 2);
 		struct cg_stats st = stats(&r);
 		assert_int_equal(st.fallbacks[CG_R_COST_SAMPLE], 42 * (eagers - learning));
 		assert_int_equal(st.chunks_disabled, 0);
@@ -1341,7 +1374,7 @@ static void test_max_graphs_never_evicts_other_streams(void **state)
 	assert_int_equal(st.graphs_built, 2);
 	assert_int_equal(st.graphs_evicted, 0);
 	assert_int_equal(st.fallbacks[CG_R_MAX_GRAPHS], 5 * 8);  /* stream 1: it 1..5 */
-	assert_int_equal(st.ops_replayed, 10 * 8);                /* stream 0 from it 2 on */
+	assert_int_equal(st.ops_replayed, 11 * 8);                /* stream 0 from it 1 on */
 	rig_down(&r);
 }
 
@@ -1564,6 +1597,7 @@ int main(void)
 		cmocka_unit_test(test_patch_failure),
 		cmocka_unit_test(test_launch_failure),
 		cmocka_unit_test(test_repeated_failures_disable),
+		cmocka_unit_test(test_earning_sighting_runs_as_its_graph),
 		cmocka_unit_test(test_cost_samples_from_learning),
 		cmocka_unit_test(test_cost_gate_acts_on_learning_samples),
 		cmocka_unit_test(test_held_learning_ops_released_exactly),
