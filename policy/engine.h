@@ -93,11 +93,11 @@ uint64_t cg_engine_now(const struct cg_engine *e);
  * eager samples are submitted in a burst, so they measure the GPU alone, while a graph's gain is
  * on the host. A chunk launched where the host then waits (SYNC, HOST_COPY boundaries) whose
  * graph's GPU time exceeds that saving is disabled too (EXPOSED; 3 graph samples), weighed by
- * the share of its runs the host waited for. Eager samples come from the chunk's last learning
- * sightings (not its first), which run eagerly anyway; where those gave fewer, from occurrences
- * not replayed (COST_SAMPLE), only for a graph near or over that saving (samples.c, gate.c's
- * CG_GATE_PLAUSIBLE). A chunk whose graph takes under half the host time it saves can be
- * neither, and is sampled no more. Call with the stream's lock held. */
+ * the share of its runs the host waited for. Eager samples come from the chunk's learning
+ * sightings between its first and the one that earns its graph (with a warmup over 2), which run
+ * eagerly anyway; where those gave fewer, from occurrences not replayed (COST_SAMPLE), only for
+ * a graph over that saving and the noise (samples.c, cg_gate_plausible). A chunk whose graph
+ * takes under half the host time it saves can be neither, and is sampled no more. Call with the stream's lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us);
 
 /* The counters (records.h) summed over every stream, freed ones included. */

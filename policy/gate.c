@@ -1,10 +1,6 @@
 /* The cost gate's arithmetic (gate.h). */
 #include "policy/gate.h"
 
-/* The gate needs a graph slower than its eager ops by more than the host time it saves, so
- * slower than that saving: eager samples are taken only for a graph over this share of it (a
- * margin for the noise of a few samples). */
-#define CG_GATE_PLAUSIBLE 0.8
 /* A graph slower than its eager ops, or exposed to a wait, by less than this much (us, or this
  * share of its GPU time) is within the samples' noise: it keeps its graph, the same way in
  * every run (a one-op chunk's graph saves 0.9 us; its samples differ by about that). */
@@ -14,6 +10,12 @@
 static double max_d(double a, double b)
 {
 	return a > b ? a : b;
+}
+
+/* How far apart samples of the same work on the GPU may be, for work of `us`. */
+static double noise_us(double us)
+{
+	return max_d(CG_TIMING_NOISE_US, CG_TIMING_NOISE * us);
 }
 
 /* One, and two where a longer warmup gives them: the sightings between the cold first and the
@@ -36,15 +38,17 @@ double cg_gate_saved_us(const struct cg_gate_costs *c, const struct cg_chunk *t)
 	return cg_gate_launch_saved_us(c, t->n, 1);
 }
 
-/* It acts on a graph slower than its eager ops by more than the host time it saves, so not on
- * one under that saving (CG_GATE_PLAUSIBLE for the noise of a few samples), nor once a pair of
- * samples shows the graph slower by less than half of it: GPU times of the same ops read back
- * by events differ by far less from one run to the next, and every further eager sample costs
- * the replay of an occurrence. */
+/* It acts on a graph slower than its eager ops by more than the host time it saves and the
+ * noise, so not on one whose GPU time is no more than those two: it judges the least of the
+ * graph's samples, which only comes down from the first (a graph of tiny kernels, as fast on the
+ * GPU as its ops launched in a burst, and a few microseconds under its saving, needs no eager
+ * run). Nor once a pair of samples shows the graph slower by less than half the saving: GPU
+ * times of the same ops read back by events differ by far less from one run to the next, and
+ * every further eager sample costs the replay of an occurrence. */
 bool cg_gate_plausible(const struct cg_gate_costs *c, const struct cg_chunk *t)
 {
 	double saved = cg_gate_saved_us(c, t);
-	if (!t->graph_n || t->graph_us <= CG_GATE_PLAUSIBLE * saved)
+	if (!t->graph_n || t->graph_us <= saved + noise_us(t->graph_us))
 		return false;
 	return !t->eager_n || t->graph_us - t->eager_us >= saved / 2;
 }
@@ -84,7 +88,7 @@ void cg_gate_judge(const struct cg_gate_costs *c, const struct cg_chunk *t,
 	 * more than that saving, nor exposed: no sample can come that the gate would act on but
 	 * one far off this, so the runs that would show it stop here. */
 	v->settled = g <= saved / 2;
-	double noise = max_d(CG_TIMING_NOISE_US, CG_TIMING_NOISE * g);
+	double noise = noise_us(g);
 	if (t->eager_n >= cg_gate_eager_samples(c) && t->graph_n >= CG_TIMING_SAMPLES &&
 	    g - e - noise > saved)
 		v->reason = CG_R_COST_GATE;

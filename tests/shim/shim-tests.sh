@@ -328,8 +328,9 @@ control-win|control-lose) # the controller times the program's epochs eager and 
   fi
   ;;
 cost-normal) # graphs faster than eager: chunks are timed a few times, then replay with no event
-             # calls at all (none in the second half of the run); nothing gated
-  export CUGRAFT_MAX_DEFER_US=10000000
+             # calls at all (none in the second half of the run); nothing gated. At warmup 3 a
+             # chunk's second sighting is an eager sample (at 2 such graphs need none)
+  export CUGRAFT_MAX_DEFER_US=10000000 CUGRAFT_WARMUP=3
   eager e "$progs/fourway" --iters 80
   LOGRUN=1 shim s "$progs/fourway" --iters 80
   same_result e s; same_work e s

@@ -1194,9 +1194,9 @@ static void short_loop_to(struct rig *r, uint32_t period, enum cg_reason why)
 }
 
 /* Eager samples from occurrences that could have been replayed only where the gate could act
- * (the backend declining the learning sightings' samples). A graph between half and
- * CG_GATE_PLAUSIBLE of the host time it saves: three graph samples (its exposure is weighed),
- * no eager one. One over that share but faster than its eager ops: one eager sample, which
+ * (the backend declining the learning sightings' samples). A graph between half and all of the
+ * host time it saves: three graph samples (its exposure is weighed), no eager one. One over it
+ * but faster than its eager ops: one eager sample, which
  * shows the gate cannot act. One slower than its eager ops by 0.6 of the saving (the gate acts
  * beyond all of it): two eager samples, alternating from the graph's, and it keeps its graph.
  * With the learning sighting's sample taken (its second; its third runs as its graph), one

@@ -100,6 +100,14 @@ static void test_samples_a_chunk_still_needs(void **state)
 	cg_gate_judge(&h200, &t, &v);
 	assert_true(v.settled);
 	assert_int_equal(v.reason, CG_R_NONE);
+	/* under its saving and the noise, no eager time could get it gated; just over, one could */
+	t = timed(16, 53.0, 0, 0);
+	assert_false(cg_gate_plausible(&h200, &t));
+	t.eager_n = 3;
+	cg_gate_judge(&h200, &t, &v);
+	assert_int_equal(v.reason, CG_R_NONE);  /* (eager ops taking no time at all) */
+	t = timed(16, 54.0, 0, 0);
+	assert_true(cg_gate_plausible(&h200, &t));
 	t = timed(16, 80.0, 0, 0);
 	assert_true(cg_gate_plausible(&h200, &t));
 	cg_gate_judge(&h200, &t, &v);
