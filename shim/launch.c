@@ -72,13 +72,16 @@ static void release(struct cg_sstate *s)
 }
 
 /* A launch the shim forwards itself after a boundary (its shape not yet accepted by the driver):
- * the engine counts it among the stream's ops, so that the first iteration of a loop, where
- * such launches come, has the ops of the next ones. */
+ * the engine counts it among the stream's ops and starts its learning chunk with it, so that
+ * the first iteration of a loop, where such launches come, has the ops and chunks of the next
+ * ones (the stream is then no longer settled). */
 static void passed(struct cg_sstate *s, const struct cg_op *op)
 {
 	pthread_mutex_lock(&s->lock);
-	if (s->eng)
+	if (s->eng) {
 		cg_passed(s->eng, op);
+		cg_stream_sync_pending(s);
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 

@@ -143,6 +143,35 @@ static void test_steady_loop_replays(void **state)
 	rig_down(&r);
 }
 
+/* A launch the caller runs itself after a boundary (a shape the driver has not accepted yet: the
+ * first iteration's first kernel) starts the chunk being learned, as the same launch does once
+ * its shape is proven: the first iteration's chunks are the next ones', so the second iteration
+ * already runs as their graphs, the first chunk included. */
+static void test_passed_launch_starts_its_chunk(void **state)
+{
+	for (int with_event = 0; with_event < 2; with_event++) {
+		struct rig r;
+		rig_up(&r, config(2, 64), 1);
+		for (uint32_t it = 0; it < 4; it++) {
+			uint64_t before = stats(&r).ops_replayed;
+			for (uint32_t p = 0; p < LOOP; p++) {
+				struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+				if (it == 0 && p == 0)
+					fake_pass(&r.fb, r.s[0], 0, &op);
+				else
+					fake_submit(&r.fb, r.s[0], 0, &op);
+				if (with_event && p == 10)  /* a boundary soon after it, every iteration */
+					fake_boundary(&r.fb, r.s[0], 0, CG_R_EVENT);
+			}
+			fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+			assert_int_equal(stats(&r).ops_replayed - before, it == 0 ? 0 : LOOP);
+		}
+		/* the pass is the caller's to count: the engine's eager ops are the rest of the first */
+		assert_int_equal(stats(&r).ops_eager, LOOP - 1);
+		rig_down(&r);
+	}
+}
+
 /* A stream is settled (the shim may skip the engine for a boundary) only where a boundary
  * would change nothing: right after another boundary with no op since, and never while work is
  * deferred. */
@@ -1579,6 +1608,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steady_loop_replays),
+		cmocka_unit_test(test_passed_launch_starts_its_chunk),
 		cmocka_unit_test(test_settled_only_between_boundaries),
 		cmocka_unit_test(test_boundaries_that_do_not_wait_change_nothing_on_a_quiet_stream),
 		cmocka_unit_test(test_pointer_drift_patches_only),
