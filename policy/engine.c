@@ -338,15 +338,16 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	s->rest_at = at;
 }
 
-void cg_passed(struct cg_stream *s, const struct cg_op *op)
+void cg_passed(struct cg_stream *s, const struct cg_op *op, bool ran)
 {
 	uint64_t hash = op->hash ? op->hash : cg_sig_hash(op->sig, op->sig_len);
 	s->op_index++;
 	cg_loop_push(&s->per, hash, s->e->mem);
-	/* It starts the chunk being learned, as it will once its shape is proven: else the first
-	 * iteration's chunk there is one op short of the next ones' and learned again a step later.
-	 * The caller runs and counts it: it is not among the chunk's passed ops. */
-	if (!s->sc.n && !s->deferring && !s->hold) {
+	/* Run, it starts the chunk being learned, as it will once its shape is proven: else the
+	 * first iteration's chunk there is one op short of the next ones' and learned again a step
+	 * later. The caller counts it: it is not among the chunk's passed ops. (A launch the driver
+	 * refused is no op of any chunk: a graph of it could not be built.) */
+	if (ran && !s->sc.n && !s->deferring && !s->hold) {
 		cg_push_op(s, op, hash);
 		s->at_boundary = false;
 	}

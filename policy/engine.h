@@ -47,11 +47,12 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op);
  * current chunk here so that learning aligns chunks with the program's own boundaries. */
 void cg_boundary(struct cg_stream *s, enum cg_reason why);
 
-/* An op the caller ran (and counts) itself right after a boundary, as it must (a kernel launched
- * with a shape the driver has not accepted in its context yet): never deferred, it still counts
- * among the stream's ops and starts the chunk being learned, so that the iteration it came in
- * holds the same ops and chunks as the next ones and the loop is found where it begins. */
-void cg_passed(struct cg_stream *s, const struct cg_op *op);
+/* An op the caller forwarded (and counts) itself right after a boundary, as it must (a kernel
+ * launched with a shape the driver has not accepted in its context yet): never deferred, it
+ * still counts among the stream's ops and, where the driver ran it (`ran`), starts the chunk
+ * being learned, so that the iteration it came in holds the same ops and chunks as the next ones
+ * and the loop is found where it begins. */
+void cg_passed(struct cg_stream *s, const struct cg_op *op, bool ran);
 
 /* Submit pending work now without ending the chunk position for learning purposes (used by the
  * timeout flusher and by observers on other threads). Returns true if anything was pending. */

@@ -71,15 +71,15 @@ static void release(struct cg_sstate *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* A launch the shim forwards itself after a boundary (its shape not yet accepted by the driver):
- * the engine counts it among the stream's ops and starts its learning chunk with it, so that
- * the first iteration of a loop, where such launches come, has the ops and chunks of the next
- * ones (the stream is then no longer settled). */
-static void passed(struct cg_sstate *s, const struct cg_op *op)
+/* A launch the shim forwarded itself after a boundary (its shape not yet accepted by the
+ * driver): the engine counts it among the stream's ops and, where the driver ran it (`ran`),
+ * starts its learning chunk with it, so that the first iteration of a loop, where such launches
+ * come, has the ops and chunks of the next ones (the stream is then no longer settled). */
+static void passed(struct cg_sstate *s, const struct cg_op *op, bool ran)
 {
 	pthread_mutex_lock(&s->lock);
 	if (s->eng) {
-		cg_passed(s->eng, op);
+		cg_passed(s->eng, op, ran);
 		cg_stream_sync_pending(s);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -308,11 +308,11 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		why = why != CG_R_NONE ? why : CG_R_UNGRAPHABLE;                                \
 		cg_events_bypass(why);                                                          \
 		cg_boundary_stream(h, ptsz, why);                                               \
-		if (why == CG_R_UNPROVEN_SHAPE)                                                 \
-			passed(s_, &op);                                                        \
 		cg_tl_forwarding++;                                                             \
 		CUresult r_ = CG_FLOOR_TIMED(FWD);                                              \
 		cg_tl_forwarding--;                                                             \
+		if (why == CG_R_UNPROVEN_SHAPE)                                                 \
+			passed(s_, &op, r_ == CUDA_SUCCESS);                                    \
 		if (r_ == CUDA_SUCCESS && s_)                                                   \
 			ACCEPTED;                                                               \
 		return r_;                                                                      \

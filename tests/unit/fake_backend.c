@@ -258,7 +258,7 @@ void fake_pass(struct fake_backend *fb, struct cg_stream *s, uint32_t id, const 
 {
 	fake_boundary(fb, s, id, CG_R_UNPROVEN_SHAPE);
 	wanted(fb, id, op);
-	cg_passed(s, op);
+	cg_passed(s, op, true);
 	record(fb, id, false, op->sig, op->sig_len, op->args, op->args_len);
 }
 
