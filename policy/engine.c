@@ -133,8 +133,7 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 		if (!ends && n <= s->hold->n)
 			return CG_TAKEN;
 		if (ends && n == s->hold->n) {
-			if (!cg_replay_hold(s))
-				cg_learn_sample(s);  /* runs this op too */
+			cg_hold_complete(s);  /* runs this op too */
 			v = CG_TAKEN;
 		} else {
 			cg_release_hold(s, true);
@@ -307,8 +306,8 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 		cg_loop_boundary(&s->per);
 	/* The held chunk ends here, as it did when it was seen (replayed, it ran before the
 	 * boundary: its instance is counted in the epoch it ran in). */
-	if (s->hold && s->sc.n == s->hold->n && !cg_replay_hold(s))
-		cg_learn_sample(s);
+	if (s->hold && s->sc.n == s->hold->n)
+		cg_hold_complete(s);
 	else if (s->hold)
 		cg_release_hold(s, false);
 	s->epoch++;

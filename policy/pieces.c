@@ -1,6 +1,7 @@
 /* Graphs that come at once: pieces of armed chunks, held sightings (pieces.h). */
 #include "policy/pieces.h"
 #include "policy/replay.h"
+#include "policy/samples.h"
 
 /* The deferred ops are a piece of an armed chunk that the program's boundaries cut out of it
  * (its first ops, before a host copy every few steps mid-step; or its rest, after one): they
@@ -26,12 +27,13 @@ void cg_arm_piece(struct cg_stream *s)
 		s->complete = t;
 }
 
-/* The held ops are the chunk they were held for, complete, and this sighting earns it its graph
- * (its `warmup`th): the graph is built from them and launched in their place, as a deferral's
- * would be. Held for an eager sample, they would run eagerly once more: the gate needs one only
- * for a graph whose GPU time comes near the launch time it saves, and the graph's own samples
- * tell which (cg_timing_wanted takes it from a later occurrence then). */
-bool cg_replay_hold(struct cg_stream *s)
+/* The held ops are the chunk they were held for, complete. Where this sighting earns it its
+ * graph (its `warmup`th), the graph is built from them and launched in their place, as a
+ * deferral's would be: held for an eager sample, they would run eagerly once more, and the gate
+ * needs one only for a graph whose GPU time comes near the launch time it saves, which the
+ * graph's own samples tell (cg_timing_wanted takes it from a later occurrence then). Otherwise
+ * they run as a learning sample (cg_learn_sample). */
+void cg_hold_complete(struct cg_stream *s)
 {
 	struct cg_engine *e = s->e;
 	struct cg_chunk *t = s->hold;
@@ -39,24 +41,20 @@ bool cg_replay_hold(struct cg_stream *s)
 	if (seen < t->seen + 1)
 		seen = t->seen + 1;
 	if (t->state != CG_CHUNK_LEARNING || seen < e->cfg.warmup || s->sc.lossy ||
-	    e->cfg.record_only || s->why != CG_R_NONE)
-		return false;
+	    e->cfg.record_only || s->why != CG_R_NONE) {
+		cg_learn_sample(s);
+		return;
+	}
 	const char *detail = NULL;
 	enum cg_reason r = cg_learned(s, t, seen, &detail);
 	if (t->state == CG_CHUNK_ARMED) {
 		s->hold = NULL;
 		cg_launch_chunk(s, t);
-		return true;
+		return;
 	}
-	/* no graph came (its build failed): the ops run as learned, eagerly */
-	uint64_t first = s->chunk_first;
-	uint32_t n = s->sc.n;
+	/* no graph came (its build failed): the ops run eagerly, learned already */
 	cg_release_hold(s, false);
-	cg_fallback(s, r, n, true, (struct cg_event){ .op_index = first, .chunk_ops = n,
-	                                              .chunk_key = t->key, .detail = detail });
-	cg_chunk_ended(s, t);
-	cg_chunk_reset(s);
-	return true;
+	cg_learning_ended(s, t, r, detail);
 }
 
 /* The deferred ops, a piece of `rest`, run eagerly and stay the start of the chunk being

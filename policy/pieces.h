@@ -15,9 +15,8 @@
  * now (s->complete), where they were seen `warmup` times. */
 void cg_arm_piece(struct cg_stream *s);
 /* The held ops are the chunk held for, complete: where this sighting earns it its graph, the
- * graph is built from them and launched in their place. False: they are to run eagerly as a
- * learning sample (cg_learn_sample). */
-bool cg_replay_hold(struct cg_stream *s);
+ * graph is built from them and launched in their place, else they run as a learning sample. */
+void cg_hold_complete(struct cg_stream *s);
 /* The deferred ops, a piece of s->rest, run eagerly and stay the start of the learning chunk. */
 void cg_rest_eager(struct cg_stream *s);
 /* The first op after a boundary that cut `rest` short after its op `at`: deferred as the start

@@ -358,17 +358,23 @@ struct cg_chunk *cg_cut(struct cg_stream *s, bool learn_it, bool latest)
 			t = cg_index_add(&s->ix, sc);
 		if (t)
 			r = cg_learned(s, t, latest ? cg_loop_sightings(&s->per, sc->n) : 1, &detail);
-		/* Seen now: its next sightings can be held for an eager sample (cg_start_hold). */
+		/* Seen now: its next sightings can be held (cg_start_hold). */
 		if (t && t->state == CG_CHUNK_LEARNING)
 			s->learn_first[t->hash[0] % CG_LEARN_FIRST] = t;
 	}
+	cg_learning_ended(s, t, r, detail);
+	return t;
+}
+
+void cg_learning_ended(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r,
+                       const char *detail)
+{
 	bool report = s->why == CG_R_NONE;
 	if (!report)
 		r = s->why;
 	if (s->passed)
 		cg_fallback(s, r, s->passed, report, (struct cg_event){ .op_index = s->chunk_first,
-		            .chunk_ops = sc->n, .chunk_key = t ? t->key : 0, .detail = detail });
-	cg_chunk_ended(s, learn_it ? t : NULL);
+		            .chunk_ops = s->sc.n, .chunk_key = t ? t->key : 0, .detail = detail });
+	cg_chunk_ended(s, t);
 	cg_chunk_reset(s);
-	return t;
 }

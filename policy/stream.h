@@ -57,8 +57,9 @@ struct cg_stream {
 	uint64_t chunk_first;       /* op index of the current chunk's first op */
 	struct cg_scratch sc;       /* the current chunk */
 	bool deferring;             /* all of sc is deferred and a prefix of every candidate */
-	struct cg_chunk *hold;      /* all of sc is held back, a prefix of this learning chunk, for
-	                               an eager sample (cg_learn_sample) */
+	struct cg_chunk *hold;      /* all of sc is held back, a prefix of this learning chunk, to
+	                               run as the graph it earns or as an eager sample
+	                               (cg_hold_complete) */
 	struct cg_chunk *learn_first[CG_LEARN_FIRST];  /* learning chunks, by their first op */
 	uint32_t declined;          /* learning samples the backend declined in a row */
 	uint32_t hold_skip;         /* chunk starts to let pass before holding one again */
@@ -163,5 +164,9 @@ enum cg_reason cg_learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sigh
 /* End the learning chunk: find or add its template (`learn_it`), count its eager ops. Returns
  * the template (NULL: none). */
 struct cg_chunk *cg_cut(struct cg_stream *s, bool learn_it, bool latest);
+/* The learning chunk's occurrence is over, learned as `t` (NULL: not learned): its passed ops
+ * are counted under `r` (or the chunk's own reason), the place noted, the scratch emptied. */
+void cg_learning_ended(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r,
+                       const char *detail);
 
 #endif
