@@ -84,7 +84,8 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
 {
 	const struct cg_engine *e = s->e;
 	const struct cg_chunk *h = s->hold;
-	bool held = h && s->sc.n < h->n && cg_chunk_op_matches(h, s->sc.n, op, hash);
+	bool held = h && ((s->sc.n < h->n && cg_chunk_op_matches(h, s->sc.n, op, hash)) ||
+	                  cg_hold_switch(s, op, hash));
 	if (h && !held)
 		cg_release_hold(s, false);
 	cg_push_op(s, op, hash);

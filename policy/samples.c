@@ -82,16 +82,25 @@ static bool earns_graph(const struct cg_engine *e, const struct cg_chunk *t)
 	return t->seen + 1 >= e->cfg.warmup && !e->cfg.record_only;
 }
 
+/* Is learning chunk `t`'s occurrence now worth holding back: does it earn the graph, or give
+ * an eager sample it still wants? */
+static bool worth_holding(const struct cg_engine *e, const struct cg_chunk *t)
+{
+	return t->state == CG_CHUNK_LEARNING &&
+	       (earns_graph(e, t) || (e->be->time_begin && wants_learning_sample(e, t)));
+}
+
 /* At a chunk start that no armed chunk takes: if the chunk that ran at this place, or else the
  * learning chunk last seen starting with this op, is one that this sighting earns its graph, or
  * one that wants an eager sample, hold its ops back as they come (the program is told they were
  * launched, as with a deferral), so that the occurrence can run as its graph, or as a burst
  * between the backend's events, once complete. Learning goes on as if they had passed: where it
- * cuts elsewhere, or an op differs, or a boundary or the flusher comes first, they run eagerly
- * as they are (cg_release_hold). A stream whose samples the backend keeps declining (a
- * per-thread stream of another thread, timing off) holds for them only now and then, to see
- * whether that changed (samples not read back yet fill the backend's slots for a while): the
- * hold only delays its ops. */
+ * cuts elsewhere, or an op differs (and no other learning chunk begins with the held ops and
+ * it: cg_hold_switch), or a boundary or the flusher comes first, they run eagerly as they are
+ * (cg_release_hold). A stream whose samples the backend keeps declining (a per-thread stream of
+ * another thread, timing off) holds for them only now and then, to see whether that changed
+ * (samples not read back yet fill the backend's slots for a while): the hold only delays its
+ * ops. */
 void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
                    uint64_t here)
 {
@@ -100,19 +109,19 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
 		return;
 	struct cg_chunk *t = here ? cg_index_find_key(&s->ix, here) : NULL;
 	if (!t || !cg_chunk_op_matches(t, 0, op, hash)) {
-		t = s->learn_first[hash % CG_LEARN_FIRST];
-		if (!t || !cg_chunk_op_matches(t, 0, op, hash))
+		struct cg_chunk *const *w = s->learn_first[hash % CG_LEARN_FIRST];
+		t = NULL;
+		for (uint32_t i = 0; i < CG_LEARN_WAYS && !t; i++)
+			if (w[i] && worth_holding(e, w[i]) && cg_chunk_op_matches(w[i], 0, op, hash))
+				t = w[i];
+		if (!t)
 			return;
 	}
-	if (t->state != CG_CHUNK_LEARNING)
+	if (!worth_holding(e, t))
 		return;
-	if (!earns_graph(e, t)) {
-		if (!e->be->time_begin || !wants_learning_sample(e, t))
-			return;
-		if (s->hold_skip) {
-			s->hold_skip--;
-			return;
-		}
+	if (!earns_graph(e, t) && s->hold_skip) {
+		s->hold_skip--;
+		return;
 	}
 	/* Room for the whole chunk now, so that held ops are never lost to memory (the ops that
 	 * match it have its sizes). */
@@ -120,6 +129,40 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
 		return;
 	s->hold = t;
 	cg_mark_pending(s);
+}
+
+/* Does learning chunk `t` begin with the held ops? */
+static bool begins_with_held(const struct cg_stream *s, const struct cg_chunk *t)
+{
+	for (uint32_t i = 0; i < s->sc.n; i++) {
+		struct cg_op o;
+		cg_scratch_op(&s->sc, i, &o);
+		if (!cg_chunk_op_matches(t, i, &o, o.hash))
+			return false;
+	}
+	return true;
+}
+
+/* The held ops have left the chunk they were held for at `op`: another learning chunk worth
+ * holding that begins with them and `op` takes the hold over, so that chunks of a loop that
+ * begin alike (the first op of a step and of its second half, a layer's) each run as the graph
+ * their sighting earns, whichever of them was last seen. */
+bool cg_hold_switch(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	struct cg_engine *e = s->e;
+	uint32_t k = s->sc.n;
+	struct cg_chunk *const *w = s->learn_first[s->sc.hash[0] % CG_LEARN_FIRST];
+	for (uint32_t i = 0; i < CG_LEARN_WAYS; i++) {
+		struct cg_chunk *t = w[i];
+		if (!t || t == s->hold || t->n <= k || !worth_holding(e, t) ||
+		    !cg_chunk_op_matches(t, k, op, hash) || !begins_with_held(s, t))
+			continue;
+		if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), e->mem))
+			return false;
+		s->hold = t;
+		return true;
+	}
+	return false;
 }
 
 /* The held ops are exactly the chunk held for, and learning ends its occurrence here: they run

@@ -17,6 +17,9 @@ bool cg_eager_sample(struct cg_stream *s, struct cg_chunk *t);
 /* At a chunk start no armed chunk takes: hold the ops back where the sighting earns the chunk
  * its graph or the chunk wants a learning sample. */
 void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash, uint64_t here);
+/* The held ops differ from their chunk at `op`: true if another learning chunk worth holding
+ * begins with them and `op`, and holds them now. */
+bool cg_hold_switch(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
 /* The held ops are the chunk held for: run them in a timed burst. */
 void cg_learn_sample(struct cg_stream *s);
 /* Is the chunk learned so far the first half of an exposed chunk? */

@@ -338,6 +338,18 @@ enum cg_reason cg_learned(struct cg_stream *s, struct cg_chunk *t, uint32_t sigh
 	return CG_R_LEARNING;
 }
 
+/* Learning chunk `t` was just seen: first among those that begin with its first op (the oldest
+ * of them goes where there are more). */
+static void note_learning(struct cg_stream *s, struct cg_chunk *t)
+{
+	struct cg_chunk **w = s->learn_first[t->hash[0] % CG_LEARN_FIRST];
+	uint32_t i = 0;
+	while (i < CG_LEARN_WAYS - 1 && w[i] != t)
+		i++;
+	memmove(w + 1, w, i * sizeof(*w));
+	w[0] = t;
+}
+
 /* End the learning chunk: find or add its template, let it advance, count its eager ops.
  * `latest`: the chunk ends with the latest op the loop detector saw (not so after a divergence,
  * whose op is not part of it), so the loop can say how often it occurred already. */
@@ -360,7 +372,7 @@ struct cg_chunk *cg_cut(struct cg_stream *s, bool learn_it, bool latest)
 			r = cg_learned(s, t, latest ? cg_loop_sightings(&s->per, sc->n) : 1, &detail);
 		/* Seen now: its next sightings can be held (cg_start_hold). */
 		if (t && t->state == CG_CHUNK_LEARNING)
-			s->learn_first[t->hash[0] % CG_LEARN_FIRST] = t;
+			note_learning(s, t);
 	}
 	cg_learning_ended(s, t, r, detail);
 	return t;

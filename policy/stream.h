@@ -17,7 +17,9 @@
 
 #define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
 #define CG_SPLITS 32  /* exposed chunks a stream cuts in two (cg_cut_exposed), at most */
-#define CG_LEARN_FIRST 64     /* learning chunks a stream finds by their first op (direct-mapped) */
+#define CG_LEARN_FIRST 64     /* learning chunks a stream finds by their first op: slots */
+#define CG_LEARN_WAYS 4       /* of this many chunks each, the latest cut first (a loop's chunks
+                                 may begin with the same op: its layers, a step's two halves) */
 
 struct cg_engine {
 	struct cg_engine_config cfg;
@@ -60,7 +62,8 @@ struct cg_stream {
 	struct cg_chunk *hold;      /* all of sc is held back, a prefix of this learning chunk, to
 	                               run as the graph it earns or as an eager sample
 	                               (cg_hold_complete) */
-	struct cg_chunk *learn_first[CG_LEARN_FIRST];  /* learning chunks, by their first op */
+	struct cg_chunk *learn_first[CG_LEARN_FIRST][CG_LEARN_WAYS];  /* learning chunks, by their
+	                                                                 first op */
 	uint32_t declined;          /* learning samples the backend declined in a row */
 	uint32_t hold_skip;         /* chunk starts to let pass before holding one again */
 	struct cg_chunk **cand;

@@ -759,6 +759,43 @@ static void test_earning_sighting_runs_as_its_graph(void **state)
 		}
 }
 
+/* Two chunks of a step begin with the same kernel (conf-rt-ptds: a step's first chunk and the
+ * one after its event record both start with the same mixing kernel; a transformer's layers):
+ * the learning chunk last seen beginning with it is the step's second, so the step's first
+ * chunk is held for it; where the ops leave it, the hold goes over to the chunk that begins
+ * with them, and both sightings that earn a graph run as it (at warmup 2, in the second step).
+ * Without that, the first chunk's earning sighting ran eagerly and replayed a step later. */
+static void test_chunks_that_begin_alike_run_as_their_graphs(void **state)
+{
+	static const uint32_t first[] = { 1, 2, 3, 4, 5, 6, 7, 8 }, second[] = { 1, 9, 10 };
+	for (int timed = 0; timed < 2; timed++) {
+		struct rig r;
+		if (timed)
+			rig_up_sampled(&r, config(2, 64));
+		else
+			rig_up(&r, config(2, 64), 1);
+		for (uint32_t it = 0; it < 4; it++) {
+			uint64_t before = stats(&r).ops_replayed;
+			for (uint32_t p = 0; p < 8; p++) {
+				struct cg_op op = mkop(first[p], 1, 0x7000000 + p * 0x1000, it);
+				fake_submit(&r.fb, r.s[0], 0, &op);
+			}
+			fake_boundary(&r.fb, r.s[0], 0, CG_R_EVENT);
+			for (uint32_t p = 0; p < 3; p++) {
+				struct cg_op op = mkop(second[p], 1, 0x8000000 + p * 0x1000, it);
+				fake_submit(&r.fb, r.s[0], 0, &op);
+			}
+			fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+			assert_int_equal(stats(&r).ops_replayed - before, it == 0 ? 0 : 11);
+			if (timed)
+				hand_back(&r, 10.0, 8.0);
+		}
+		assert_int_equal(stats(&r).fallbacks[CG_R_LEARNING], 11);
+		assert_int_equal(stats(&r).ops_eager, 11);
+		rig_down(&r);
+	}
+}
+
 /* The first eager samples come from the chunks' learning sightings, which run eagerly anyway,
  * and the sighting that earns a chunk its graph runs as that graph. Each chunk here: an eager
  * sample from its second sighting (its first is cold), its third replayed as its graph, then
@@ -1635,6 +1672,7 @@ int main(void)
 		cmocka_unit_test(test_launch_failure),
 		cmocka_unit_test(test_repeated_failures_disable),
 		cmocka_unit_test(test_earning_sighting_runs_as_its_graph),
+		cmocka_unit_test(test_chunks_that_begin_alike_run_as_their_graphs),
 		cmocka_unit_test(test_cost_samples_from_learning),
 		cmocka_unit_test(test_cost_gate_acts_on_learning_samples),
 		cmocka_unit_test(test_held_learning_ops_released_exactly),
