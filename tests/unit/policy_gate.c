@@ -91,7 +91,7 @@ static void test_exposure_by_the_share_waited_for(void **state)
 
 /* A graph far under the launch time it saves needs no eager sample, and no further sample of
  * any kind; one over it needs an eager one until a sample shows it no more than half that
- * saving slower. */
+ * saving slower, unless it has too few nodes to fall that far behind its eager ops. */
 static void test_samples_a_chunk_still_needs(void **state)
 {
 	struct cg_chunk t = timed(16, 20.0, 0, 0);  /* saves 51.9 us */
@@ -113,6 +113,16 @@ static void test_samples_a_chunk_still_needs(void **state)
 	cg_gate_judge(&h200, &t, &v);
 	assert_false(v.settled);
 	t = timed(16, 80.0, 70.0, 1);  /* 10 us slower: less than half of 51.9 */
+	assert_false(cg_gate_plausible(&h200, &t));
+	/* 12 ops around a 6 ms kernel (conf-rt-ptds's step): 38.3 us saved and 187.5 of noise,
+	 * more than 12 nodes can fall behind by; the same ops around GEMMs of 150 us, less */
+	t = timed(12, 6250.0, 0, 0);
+	assert_false(cg_gate_plausible(&h200, &t));
+	t = timed(12, 150.0, 0, 0);
+	assert_true(cg_gate_plausible(&h200, &t));
+	t = timed(1, 300.0, 0, 0);  /* one node: 0.9 us saved, 9 of noise */
+	assert_true(cg_gate_plausible(&h200, &t));
+	t = timed(1, 600.0, 0, 0);  /* 18 of noise */
 	assert_false(cg_gate_plausible(&h200, &t));
 	assert_true(cg_gate_launch_saved_us(&h200, 16, 1) > 51.89);
 	assert_true(cg_gate_launch_saved_us(&h200, 0, 1) == 0);
