@@ -1,7 +1,7 @@
 /* The cost gate's samples (samples.h). */
 #include "policy/samples.h"
 
-#define CG_SPLIT_MIN 2  /* ops in each part, at least */
+#define CG_SPLIT_MIN 2  /* ops in an exposed chunk's first part, at least */
 #define CG_HOLD_DECLINED 8    /* learning samples declined in a row after which a stream holds
                                  chunks for them again only after CG_HOLD_SKIP it could have */
 #define CG_HOLD_SKIP 64
@@ -207,16 +207,18 @@ bool cg_split_here(const struct cg_stream *s)
 /* An exposed chunk (cg_stream_timing) is learned again in two parts, cut after its first half
  * wherever those ops come as a chunk's first ones: the first part's graph starts on the GPU
  * while the host still submits the rest, and only the last part's time is waited for whole;
- * that part is timed and judged as a chunk of its own, and cut again if exposed in turn, down
- * to CG_SPLIT_MIN ops, so that what stays eager before the wait is a few ops (a Python loop's
- * last ops before `.item()`), not half a chunk. The cut is where that chunk's half ends, not
- * after every op like its middle one: a kernel that recurs all over the loop would cut every
- * chunk short. A short loop with an exposed chunk (its whole unit, or a chunk learned before
- * its period was found) is also cut at half its unit's length from then on, at its period's
- * anchor, instead of at its units. */
+ * that part is timed and judged as a chunk of its own, and cut again if exposed in turn. The
+ * first part has CG_SPLIT_MIN ops at least: the cut is where that chunk's first part ends, not
+ * after every op like its middle one, and a kernel that recurs all over the loop would cut
+ * every chunk that begins with it short. The last part may be one op, whose graph, launched as
+ * the op comes, ends no later than the op launched eagerly would (a graph launch takes less
+ * host time than a kernel launch): of a Python loop's last ops before `.item()`, what stays
+ * eager is the last two at most. A short loop with an exposed chunk (its whole unit, or a chunk
+ * learned before its period was found) is also cut at half its unit's length from then on, at
+ * its period's anchor, instead of at its units. */
 void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 {
-	if (t->n < 2 * CG_SPLIT_MIN)
+	if (t->n <= CG_SPLIT_MIN)
 		return;
 	bool cut = false;
 	if (s->per.unit) {
@@ -225,7 +227,7 @@ void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 		s->len_max = (t->n > unit ? t->n : unit) / 2;
 		cut = true;
 	}
-	uint32_t half = t->n / 2;
+	uint32_t half = t->n / 2 > CG_SPLIT_MIN ? t->n / 2 : CG_SPLIT_MIN;
 	uint64_t key = cg_chunk_prefix_key(t, half);
 	bool known = false;
 	for (uint32_t i = 0; i < s->nsplit; i++)

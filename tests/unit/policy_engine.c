@@ -1116,8 +1116,8 @@ static void test_every_node_patched_judged_by_times(void **state)
  * the graph saves, it is not replayed
  * whole (EXPOSED) but learned again in two parts, cut after its first half: the first part's
  * graph starts while the host submits the rest. The part the host waits for is judged on its
- * own; exposed in turn and too short to cut again, it stays eager. The same chunk before a
- * boundary the host does not wait at (an event record) keeps its graph. */
+ * own, and cut again while exposed, down to one op. The same chunk before a boundary the host
+ * does not wait at (an event record) keeps its graph. */
 static void test_exposed_chunk_before_sync(void **state)
 {
 	for (int at_sync = 0; at_sync < 2; at_sync++) {
@@ -1140,23 +1140,30 @@ static void test_exposed_chunk_before_sync(void **state)
 		uint64_t before = stats(&r).ops_replayed;
 		iteration_to(&r, 0, end);
 		assert_int_equal(stats(&r).ops_replayed - before, LOOP);
-		/* The part waited for is the last half, exposed in turn: cut again while 4 ops or
-		 * more, else eager. */
+		/* The part waited for is the last half, exposed in turn: cut again while it has more
+		 * than 2 ops (the first part keeps 2), down to its last op, whose one-op graph,
+		 * launched as the op comes, is not exposed (33 ops: 17, 9, 5, 3, then 1). */
 		uint32_t last = n, cuts = 1;
 		while (at_sync) {
-			last -= last / 2;
+			last -= last / 2 > 2 ? last / 2 : 2;
 			assert_int_equal(r.fb.last_built_ops, last);
 			double part_saved = last * 3.4 - 2.5;
 			for (int i = 0; i < 3; i++)
 				timing_pair(&r, r.fb.last_built_key, 2 * part_saved, 2 * part_saved);
+			if (last == 1) {
+				assert_int_equal(stats(&r).chunks_disabled, cuts);
+				break;
+			}
 			assert_int_equal(stats(&r).chunks_disabled, cuts + 1);
-			cuts += last >= 4;
+			cuts += last > 2;
 			assert_int_equal(stats(&r).exposed_splits, cuts);
-			if (last < 4)
+			if (last <= 2)
 				break;
 			for (int it = 0; it < 4; it++)
 				iteration_to(&r, 0, end);
 		}
+		if (last == 1)
+			last = 0;  /* nothing stays eager */
 		struct cg_stats st0 = stats(&r);
 		for (int it = 0; it < 4; it++)
 			iteration_to(&r, 0, end);
