@@ -76,7 +76,7 @@ static bool wants_learning_sample(const struct cg_engine *e, const struct cg_chu
 	return t->seen >= 1 && t->timed_eager < want && t->seen + want >= e->cfg.warmup;
 }
 
-/* Would an occurrence of learning chunk `t` now earn it its graph (cg_replay_hold)? */
+/* Would an occurrence of learning chunk `t` now earn it its graph (cg_hold_complete)? */
 static bool earns_graph(const struct cg_engine *e, const struct cg_chunk *t)
 {
 	return t->seen + 1 >= e->cfg.warmup && !e->cfg.record_only;
@@ -88,6 +88,33 @@ static bool worth_holding(const struct cg_engine *e, const struct cg_chunk *t)
 {
 	return t->state == CG_CHUNK_LEARNING &&
 	       (earns_graph(e, t) || (e->be->time_begin && wants_learning_sample(e, t)));
+}
+
+/* Does learning chunk `t` begin with the held ops? */
+static bool begins_with_held(const struct cg_stream *s, const struct cg_chunk *t)
+{
+	for (uint32_t i = 0; i < s->sc.n; i++) {
+		struct cg_op o;
+		cg_scratch_op(&s->sc, i, &o);
+		if (!cg_chunk_op_matches(t, i, &o, o.hash))
+			return false;
+	}
+	return true;
+}
+
+/* The learning chunk worth holding that begins with the held ops (none at a chunk start) and
+ * then `op`, the one last seen beginning so first; NULL if none. */
+static struct cg_chunk *holdable(const struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	uint32_t k = s->sc.n;
+	struct cg_chunk *const *w = s->learn_first[(k ? s->sc.hash[0] : hash) % CG_LEARN_FIRST];
+	for (uint32_t i = 0; i < CG_LEARN_WAYS; i++) {
+		struct cg_chunk *t = w[i];
+		if (t && t != s->hold && t->n > k && worth_holding(s->e, t) &&
+		    cg_chunk_op_matches(t, k, op, hash) && begins_with_held(s, t))
+			return t;
+	}
+	return NULL;
 }
 
 /* At a chunk start that no armed chunk takes: if the chunk that ran at this place, or else the
@@ -108,17 +135,12 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
 	if (s->why != CG_R_NONE)
 		return;
 	struct cg_chunk *t = here ? cg_index_find_key(&s->ix, here) : NULL;
-	if (!t || !cg_chunk_op_matches(t, 0, op, hash)) {
-		struct cg_chunk *const *w = s->learn_first[hash % CG_LEARN_FIRST];
-		t = NULL;
-		for (uint32_t i = 0; i < CG_LEARN_WAYS && !t; i++)
-			if (w[i] && worth_holding(e, w[i]) && cg_chunk_op_matches(w[i], 0, op, hash))
-				t = w[i];
-		if (!t)
+	if (t && cg_chunk_op_matches(t, 0, op, hash)) {
+		if (!worth_holding(e, t))
 			return;
-	}
-	if (!worth_holding(e, t))
+	} else if (!(t = holdable(s, op, hash))) {
 		return;
+	}
 	if (!earns_graph(e, t) && s->hold_skip) {
 		s->hold_skip--;
 		return;
@@ -131,38 +153,17 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
 	cg_mark_pending(s);
 }
 
-/* Does learning chunk `t` begin with the held ops? */
-static bool begins_with_held(const struct cg_stream *s, const struct cg_chunk *t)
-{
-	for (uint32_t i = 0; i < s->sc.n; i++) {
-		struct cg_op o;
-		cg_scratch_op(&s->sc, i, &o);
-		if (!cg_chunk_op_matches(t, i, &o, o.hash))
-			return false;
-	}
-	return true;
-}
-
 /* The held ops have left the chunk they were held for at `op`: another learning chunk worth
  * holding that begins with them and `op` takes the hold over, so that chunks of a loop that
  * begin alike (the first op of a step and of its second half, a layer's) each run as the graph
  * their sighting earns, whichever of them was last seen. */
 bool cg_hold_switch(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
-	struct cg_engine *e = s->e;
-	uint32_t k = s->sc.n;
-	struct cg_chunk *const *w = s->learn_first[s->sc.hash[0] % CG_LEARN_FIRST];
-	for (uint32_t i = 0; i < CG_LEARN_WAYS; i++) {
-		struct cg_chunk *t = w[i];
-		if (!t || t == s->hold || t->n <= k || !worth_holding(e, t) ||
-		    !cg_chunk_op_matches(t, k, op, hash) || !begins_with_held(s, t))
-			continue;
-		if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), e->mem))
-			return false;
-		s->hold = t;
-		return true;
-	}
-	return false;
+	struct cg_chunk *t = holdable(s, op, hash);
+	if (!t || !cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), s->e->mem))
+		return false;
+	s->hold = t;
+	return true;
 }
 
 /* The held ops are exactly the chunk held for, and learning ends its occurrence here: they run
