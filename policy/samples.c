@@ -1,7 +1,7 @@
 /* The cost gate's samples (samples.h). */
 #include "policy/samples.h"
 
-#define CG_SPLIT_MIN 2  /* ops in an exposed chunk's first part, at least */
+#define CG_SPLIT_MIN 2  /* ops in an exposed chunk's first part, at least, but for a chunk of two */
 #define CG_HOLD_DECLINED 8    /* learning samples declined in a row after which a stream holds
                                  chunks for them again only after CG_HOLD_SKIP it could have */
 #define CG_HOLD_SKIP 64
@@ -213,13 +213,16 @@ bool cg_split_here(const struct cg_stream *s)
  * after every op like its middle one, and a kernel that recurs all over the loop would cut
  * every chunk that begins with it short. The last part may be one op, whose graph, launched as
  * the op comes, ends no later than the op launched eagerly would (a graph launch takes less
- * host time than a kernel launch): of a Python loop's last ops before `.item()`, what stays
- * eager is the last two at most. A short loop with an exposed chunk (its whole unit, or a chunk
- * learned before its period was found) is also cut at half its unit's length from then on, at
- * its period's anchor, instead of at its units. */
+ * host time than a kernel launch). An exposed chunk of two ops is cut after its first: both
+ * parts are one op, and of a Python loop's last ops before `.item()` none stays eager. (Its
+ * first op's graph then also runs alone where another chunk begins with that launch and goes
+ * on with ops no graph holds after it, as any armed chunk does: one graph launch more there.)
+ * A short loop with an exposed chunk (its whole unit, or a chunk learned before its period was
+ * found) is also cut at half its unit's length from then on, at its period's anchor, instead of
+ * at its units. */
 void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 {
-	if (t->n <= CG_SPLIT_MIN)
+	if (t->n < 2)
 		return;
 	bool cut = false;
 	if (s->per.unit) {
@@ -228,7 +231,7 @@ void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 		s->len_max = (t->n > unit ? t->n : unit) / 2;
 		cut = true;
 	}
-	uint32_t half = t->n / 2 > CG_SPLIT_MIN ? t->n / 2 : CG_SPLIT_MIN;
+	uint32_t half = t->n <= CG_SPLIT_MIN ? 1 : t->n / 2 > CG_SPLIT_MIN ? t->n / 2 : CG_SPLIT_MIN;
 	uint64_t key = cg_chunk_prefix_key(t, half);
 	bool known = false;
 	for (uint32_t i = 0; i < s->nsplit; i++)

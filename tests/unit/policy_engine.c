@@ -1110,6 +1110,40 @@ static void test_every_node_patched_judged_by_times(void **state)
 	rig_down(&r); /* the log check proves each launch ran with its own arguments */
 }
 
+/* One iteration of `len` of the model loop's kernels, ending at a boundary of kind `why`. */
+static void iteration_of(struct rig *r, uint32_t len, enum cg_reason why)
+{
+	for (uint32_t p = 0; p < len; p++) {
+		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+		submit_paced(r, 0, &op);
+	}
+	fake_boundary(&r->fb, r->s[0], 0, why);
+}
+
+/* The loop's last chunk of n ops was found exposed (before a sync) and cut: each last part,
+ * exposed in turn, is cut again, down to one op, whose one-op graph, launched as the op comes,
+ * is not exposed. A part of over two ops keeps two in its first; a part of two is cut after its
+ * first op. */
+static void expose_down_to_one(struct rig *r, uint32_t len, uint32_t n)
+{
+	uint32_t last = n, cuts = 1;
+	for (;;) {
+		last -= last == 2 ? 1 : last / 2 > 2 ? last / 2 : 2;
+		assert_int_equal(r->fb.last_built_ops, last);
+		double part_us = 4 * (last * 3.4 - 2.5);  /* (a part of two: 17 us) */
+		for (int i = 0; i < 3; i++)
+			timing_pair(r, r->fb.last_built_key, part_us, part_us);
+		if (last == 1) {
+			assert_int_equal(stats(r).chunks_disabled, cuts);
+			return;
+		}
+		assert_int_equal(stats(r).chunks_disabled, cuts + 1);
+		assert_int_equal(stats(r).exposed_splits, ++cuts);
+		for (int it = 0; it < 4; it++)
+			iteration_of(r, len, CG_R_SYNC);
+	}
+}
+
 /* The chunk the host waits for right after it (the iteration ends with a sync) starts on the GPU
  * only then. With a host that submits an op every 20 us (a Python loop: eager, each op would
  * have run while the host submitted the next), when its graph's GPU time is over the host time
@@ -1117,60 +1151,42 @@ static void test_every_node_patched_judged_by_times(void **state)
  * whole (EXPOSED) but learned again in two parts, cut after its first half: the first part's
  * graph starts while the host submits the rest. The part the host waits for is judged on its
  * own, and cut again while exposed, down to one op. The same chunk before a boundary the host
- * does not wait at (an event record) keeps its graph. */
+ * does not wait at (an event record) keeps its graph. Two loops: the model loop, whose last
+ * chunk of 33 ops is cut 17, 9, 5, 3, 1, and one op shorter, whose last 32 are cut 16, 8, 4,
+ * 2, 1. */
 static void test_exposed_chunk_before_sync(void **state)
 {
-	for (int at_sync = 0; at_sync < 2; at_sync++) {
+	for (int run = 0; run < 4; run++) {
+		int at_sync = run & 1;
+		uint32_t len = run < 2 ? LOOP : LOOP - 1;
 		enum cg_reason end = at_sync ? CG_R_SYNC : CG_R_EVENT;
 		struct rig r;
 		rig_up(&r, config(3, 64), 1);
 		rig_paced(&r, 20000);
 		for (int it = 0; it < 4; it++)
-			iteration_to(&r, 0, end);
+			iteration_of(&r, len, end);
 		uint64_t key = r.fb.last_built_key;  /* the iteration's last chunk */
 		uint32_t n = r.fb.last_built_ops;
-		assert_true(n >= 16);
+		assert_int_equal(n, len == LOOP ? 33 : 32);
 		double saved = n * 3.4 - 2.5;
 		for (int i = 0; i < 3; i++)
 			timing_pair(&r, key, 2 * saved, 2 * saved);  /* as fast as eager */
 		assert_int_equal(stats(&r).chunks_disabled, at_sync);
 		assert_int_equal(stats(&r).exposed_splits, at_sync);
 		for (int it = 4; it < 8; it++)  /* the parts are learned (warmup 3) */
-			iteration_to(&r, 0, end);
+			iteration_of(&r, len, end);
 		uint64_t before = stats(&r).ops_replayed;
-		iteration_to(&r, 0, end);
-		assert_int_equal(stats(&r).ops_replayed - before, LOOP);
-		/* The part waited for is the last half, exposed in turn: cut again while it has more
-		 * than 2 ops (the first part keeps 2), down to its last op, whose one-op graph,
-		 * launched as the op comes, is not exposed (33 ops: 17, 9, 5, 3, then 1). */
-		uint32_t last = n, cuts = 1;
-		while (at_sync) {
-			last -= last / 2 > 2 ? last / 2 : 2;
-			assert_int_equal(r.fb.last_built_ops, last);
-			double part_saved = last * 3.4 - 2.5;
-			for (int i = 0; i < 3; i++)
-				timing_pair(&r, r.fb.last_built_key, 2 * part_saved, 2 * part_saved);
-			if (last == 1) {
-				assert_int_equal(stats(&r).chunks_disabled, cuts);
-				break;
-			}
-			assert_int_equal(stats(&r).chunks_disabled, cuts + 1);
-			cuts += last > 2;
-			assert_int_equal(stats(&r).exposed_splits, cuts);
-			if (last <= 2)
-				break;
-			for (int it = 0; it < 4; it++)
-				iteration_to(&r, 0, end);
-		}
-		if (last == 1)
-			last = 0;  /* nothing stays eager */
+		iteration_of(&r, len, end);
+		assert_int_equal(stats(&r).ops_replayed - before, len);
+		if (at_sync)
+			expose_down_to_one(&r, len, n);
 		struct cg_stats st0 = stats(&r);
 		for (int it = 0; it < 4; it++)
-			iteration_to(&r, 0, end);
+			iteration_of(&r, len, end);
 		struct cg_stats st = stats(&r);
-		uint64_t exposed = st.fallbacks[CG_R_EXPOSED] - st0.fallbacks[CG_R_EXPOSED];
-		assert_int_equal(exposed, at_sync ? 4 * last : 0);
-		assert_int_equal(st.ops_replayed - st0.ops_replayed, 4 * LOOP - exposed);
+		/* nothing stays eager */
+		assert_int_equal(st.fallbacks[CG_R_EXPOSED], st0.fallbacks[CG_R_EXPOSED]);
+		assert_int_equal(st.ops_replayed - st0.ops_replayed, 4 * len);
 		rig_down(&r);
 	}
 }
