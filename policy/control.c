@@ -36,8 +36,9 @@
 #define CG_CONTROL_PROBE_SHARE 0.01
 /* And a decision for graphs holds long enough that the next probe's eager epochs are at most
  * this share of the epochs held: each is replay given up, even where it costs little time (a
- * win of a few percent re-probed every 16 epochs ran eager 6% of the time). */
-#define CG_CONTROL_PROBE_EPOCHS 0.02
+ * win of a few percent re-probed every 16 epochs ran eager 6% of the time; at 2%, a 200-step
+ * PyTorch loop probed twice, 3-4.5% of its ops eager). */
+#define CG_CONTROL_PROBE_EPOCHS 0.01
 /* The first probe's eager epochs are a price a short job never earns back, and the graphs have
  * passed their chunks' tests already: they run CG_CONTROL_TRUST settled epochs before it, and
  * CG_CONTROL_TRUST_NS of them at least (an epoch can be 3 ms: 16 of a C loop's are 50 ms, and a

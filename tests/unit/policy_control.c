@@ -202,9 +202,9 @@ static void test_probes_cost_little(void **state)
 	assert_true(excess < 0.01 * (double)(f.now - start));  /* 1.3% with holds of 64, 128 */
 }
 
-/* Graphs 4% faster, not clearly: once they win, the probes that follow run eager at most 2% of
- * the epochs held (holds of 16, 32, 64 epochs before: the next 350 epochs ran 12 eager), and
- * they still come. */
+/* Graphs 4% faster, not clearly: once they win, the probes that follow run eager at most 1% of
+ * the epochs held (holds of 16, 32, 64 epochs before: the next 350 epochs ran 12 eager; 6 at
+ * 2%), and they still come. */
 static void test_small_win_probes_rarely(void **state)
 {
 	struct feed f;
@@ -216,9 +216,11 @@ static void test_small_win_probes_rarely(void **state)
 		eager += !f.c.defer;
 		feed_interval(&f, 300, 10000, 9600);
 	}
+	if (getenv("CG_CONTROL_VERBOSE"))
+		printf("%u of %u intervals eager, %u decisions\n", eager, n, f.decisions);
 	assert_int_equal(f.eager_decisions, 0);
 	assert_true(f.decisions >= 2);
-	assert_true(eager <= n / 100);
+	assert_true(eager <= n / 200);
 }
 
 /* Graphs 7% faster, each epoch off by up to 15% either way (a real job's epochs are that
