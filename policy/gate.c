@@ -46,10 +46,11 @@ double cg_gate_saved_us(const struct cg_gate_costs *c, const struct cg_chunk *t)
 
 /* It acts on a graph slower than its eager ops by more than the host time it saves and the
  * noise, so not on one that cannot be that much slower: one whose GPU time is no more than
- * those two (it judges the least of the graph's samples, which only comes down from the first:
- * a graph of tiny kernels, as fast on the GPU as its ops launched in a burst, and a few
- * microseconds under its saving, needs no eager run), nor one with too few nodes to fall behind
- * by that much (a few ops around a kernel of milliseconds, whose noise is tens of microseconds).
+ * those two (it judges the least of the graph's samples, two at least: a graph of tiny kernels,
+ * as fast on the GPU as its ops launched in a burst and a few microseconds under its saving,
+ * needs no eager run, though one sample alone may come out over it, by its noise), nor one
+ * with too few nodes to fall behind by that much (a few ops around a kernel of milliseconds,
+ * whose noise is tens of microseconds).
  * Nor once a pair of samples shows the graph slower by less than half the saving: GPU times of
  * the same ops read back by events differ by far less from one run to the next, and every
  * further eager sample costs the replay of an occurrence. */
@@ -59,7 +60,7 @@ bool cg_gate_plausible(const struct cg_gate_costs *c, const struct cg_chunk *t)
 	double most = t->n * CG_NODE_EXCESS_US;
 	if (t->graph_us < most)
 		most = t->graph_us;
-	if (!t->graph_n || most <= saved + noise_us(t->graph_us))
+	if (t->graph_n < 2 || most <= saved + noise_us(t->graph_us))
 		return false;
 	return !t->eager_n || t->graph_us - t->eager_us >= saved / 2;
 }

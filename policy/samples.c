@@ -16,12 +16,13 @@
  * up to CG_TIMING_SAMPLES times; and where learning gave fewer eager samples (the default
  * warmup, the backend declined, a flush or a divergence released the held ops, the loop
  * detector learned the chunk at once), occurrences that could have been replayed run eagerly
- * for them (cg_eager_sample), alternating with the graph's, only while the graph's time says the
- * gate could act on it (each costs the replay of an occurrence; most graphs take far less GPU
- * time than the launch time they save and need none). Either way the ops are exactly the
- * program's, run once, in order. The backend may decline a sample (busy, or timing failed): a
- * chunk asks only so often. A sample taken is waited for (up to CG_TIMING_WAIT launches, should
- * it never come back) before the next: it may show the next unneeded. */
+ * for them (cg_eager_sample), no more of them than of the graph's, from its second on, only
+ * while the graph's times say the gate could act on it (each costs the replay of an
+ * occurrence; most graphs take far less GPU time than the launch time they save and need none).
+ * Either way the ops are exactly the program's, run once, in order. The backend may decline a
+ * sample (busy, or timing failed): a chunk asks only so often. A sample taken is waited for (up
+ * to CG_TIMING_WAIT launches, should it never come back) before the next: it may show the next
+ * unneeded. */
 #define CG_TIMING_ASKS 12
 #define CG_TIMING_WAIT 16
 

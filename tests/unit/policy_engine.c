@@ -946,8 +946,8 @@ static void test_declined_learning_samples_retried(void **state)
 
 /* Where the backend declines the learning sightings' samples (a per-thread stream timed only
  * by its own thread, timing off for a while), the eager samples come from occurrences that
- * could have been replayed, as before: every chunk graph, eager, graph, eager, graph, then
- * never again. */
+ * could have been replayed, as before: every chunk graph, graph, eager, eager, graph (the
+ * least of two graph samples says whether an eager one could matter), then never again. */
 static void test_cost_samples_alternate_then_stop(void **state)
 {
 	struct rig r;
@@ -962,7 +962,7 @@ static void test_cost_samples_alternate_then_stop(void **state)
 	int chunks = 0;
 	for (int i = 0; i < sampled.n; i++) {
 		int seen = sampled_before(i);
-		assert_int_equal(sampled.graph[i], seen % 2 == 0);
+		assert_int_equal(sampled.graph[i], seen < 2 || seen == 4);
 		assert_true(sampled.built[i]);
 		assert_true(seen < 5);
 		chunks += seen == 0;

@@ -108,6 +108,10 @@ static void test_samples_a_chunk_still_needs(void **state)
 	assert_int_equal(v.reason, CG_R_NONE);  /* (eager ops taking no time at all) */
 	t = timed(16, 54.0, 0, 0);
 	assert_true(cg_gate_plausible(&h200, &t));
+	t.graph_n = 1;  /* the least of two samples at least: the next may come out under */
+	assert_false(cg_gate_plausible(&h200, &t));
+	t.graph_n = 2;
+	assert_true(cg_gate_plausible(&h200, &t));
 	t = timed(16, 80.0, 0, 0);
 	assert_true(cg_gate_plausible(&h200, &t));
 	cg_gate_judge(&h200, &t, &v);
