@@ -282,8 +282,11 @@ threads-ptds) # 8 threads on their per-thread default streams, naps past the def
   same_result e s; same_work e s
   [ "$(summary "$tmp/s.jsonl" ops_replayed)" -gt 0 ] || fail "nothing replayed on per-thread streams"
   # deferred work flushed from another thread: the flusher (timeout) or a legacy launch (stream
-  # order); which one varies with the scheduling
-  [ $(( $(summary "$tmp/s.jsonl" fallbacks.timeout) + $(summary "$tmp/s.jsonl" fallbacks.stream_order) )) -gt 0 ] ||
+  # order); which one varies with the scheduling. The flusher may launch what came of a chunk as
+  # a graph of its own, no op eager: its budget raise says it came (1 run in 10 on a loaded
+  # machine had no timeout or stream_order fallback)
+  [ $(( $(summary "$tmp/s.jsonl" fallbacks.timeout) + $(summary "$tmp/s.jsonl" fallbacks.stream_order) +
+        $(summary "$tmp/s.jsonl" defer_budget_raises) )) -gt 0 ] ||
     fail "no deferred work was flushed by the flusher or the legacy stream's ordering"
   [ "$(summary "$tmp/s.jsonl" fallbacks.per_thread_stream)" = 0 ] || fail "per-thread streams kept eager"
   ;;
