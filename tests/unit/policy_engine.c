@@ -110,17 +110,25 @@ static void rig_down(struct rig *r)
 	fake_backend_fini(&r->fb);
 }
 
-/* One iteration of the model loop: LOOP distinct kernels, then a sync. */
-/* One loop iteration ending at a boundary of kind `why`. */
-static void iteration_to(struct rig *r, int sid, enum cg_reason why)
+/* One iteration of `len` of the loop's kernels on stream `sid`, ending at a boundary of kind
+ * `why`. */
+static void iteration_of(struct rig *r, int sid, uint32_t len, enum cg_reason why)
 {
-	for (uint32_t p = 0; p < LOOP; p++) {
+	for (uint32_t p = 0; p < len; p++) {
 		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
 		submit_paced(r, sid, &op);
 	}
 	fake_boundary(&r->fb, r->s[sid], (uint32_t)sid, why);
 }
 
+/* One iteration of the model loop, its LOOP distinct kernels, ending at a boundary of kind
+ * `why`. */
+static void iteration_to(struct rig *r, int sid, enum cg_reason why)
+{
+	iteration_of(r, sid, LOOP, why);
+}
+
+/* ... and at a sync. */
 static void iteration(struct rig *r, int sid, uint64_t step)
 {
 	iteration_to(r, sid, CG_R_SYNC);
@@ -1110,16 +1118,6 @@ static void test_every_node_patched_judged_by_times(void **state)
 	rig_down(&r); /* the log check proves each launch ran with its own arguments */
 }
 
-/* One iteration of `len` of the model loop's kernels, ending at a boundary of kind `why`. */
-static void iteration_of(struct rig *r, uint32_t len, enum cg_reason why)
-{
-	for (uint32_t p = 0; p < len; p++) {
-		struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
-		submit_paced(r, 0, &op);
-	}
-	fake_boundary(&r->fb, r->s[0], 0, why);
-}
-
 /* The loop's last chunk of n ops was found exposed (before a sync) and cut: each last part,
  * exposed in turn, is cut again, down to one op, whose one-op graph, launched as the op comes,
  * is not exposed. A part of over two ops keeps two in its first; a part of two is cut after its
@@ -1140,7 +1138,7 @@ static void expose_down_to_one(struct rig *r, uint32_t len, uint32_t n)
 		assert_int_equal(stats(r).chunks_disabled, cuts + 1);
 		assert_int_equal(stats(r).exposed_splits, ++cuts);
 		for (int it = 0; it < 4; it++)
-			iteration_of(r, len, CG_R_SYNC);
+			iteration_of(r, 0, len, CG_R_SYNC);
 	}
 }
 
@@ -1164,7 +1162,7 @@ static void test_exposed_chunk_before_sync(void **state)
 		rig_up(&r, config(3, 64), 1);
 		rig_paced(&r, 20000);
 		for (int it = 0; it < 4; it++)
-			iteration_of(&r, len, end);
+			iteration_of(&r, 0, len, end);
 		uint64_t key = r.fb.last_built_key;  /* the iteration's last chunk */
 		uint32_t n = r.fb.last_built_ops;
 		assert_int_equal(n, len == LOOP ? 33 : 32);
@@ -1174,15 +1172,15 @@ static void test_exposed_chunk_before_sync(void **state)
 		assert_int_equal(stats(&r).chunks_disabled, at_sync);
 		assert_int_equal(stats(&r).exposed_splits, at_sync);
 		for (int it = 4; it < 8; it++)  /* the parts are learned (warmup 3) */
-			iteration_of(&r, len, end);
+			iteration_of(&r, 0, len, end);
 		uint64_t before = stats(&r).ops_replayed;
-		iteration_of(&r, len, end);
+		iteration_of(&r, 0, len, end);
 		assert_int_equal(stats(&r).ops_replayed - before, len);
 		if (at_sync)
 			expose_down_to_one(&r, len, n);
 		struct cg_stats st0 = stats(&r);
 		for (int it = 0; it < 4; it++)
-			iteration_of(&r, len, end);
+			iteration_of(&r, 0, len, end);
 		struct cg_stats st = stats(&r);
 		/* nothing stays eager */
 		assert_int_equal(st.fallbacks[CG_R_EXPOSED], st0.fallbacks[CG_R_EXPOSED]);
