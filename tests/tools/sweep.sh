@@ -1,0 +1,40 @@
+#!/bin/sh
+# bench/sweep on the CPU fake driver: a workload eagerly and under cugraft, interleaved; its
+# summary lines, and one line per run in SWEEP_CSV whose in-process figure is the kept report's
+# controller figures (eager ns per op over graphed), or "-" where no probe ended. Skipped (77)
+# while the workload or the fake driver is not built.
+# usage: sweep.sh CUGRAFT SRCDIR BUILDDIR
+set -u
+SRC=$2 BUILD=$3
+PROG=$BUILD/bench/workloads/mb-driver
+[ -x "$PROG" ] && [ -f "$BUILD/tests/fakecuda/libcuda.so.1" ] || exit 77
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$(LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+      SWEEP_CSV=$tmp/runs.csv SWEEP_KEEP=$tmp/keep SWEEP_NAME=mb \
+      "$SRC/bench/sweep" "$BUILD" 2 default -- "$PROG" --kernels 200 --iters 3000 --sync) ||
+  fail "sweep exited $?"
+printf '%s\n' "$out"
+for want in "median of 2, interleaved: $PROG" "  eager " "  default " "x eager  paired " \
+            "replayed/mode: " "in-process eager/graphed per op: "; do
+  printf '%s\n' "$out" | grep -qF -- "$want" || fail "missing: $want"
+done
+[ "$(wc -l < "$tmp/runs.csv")" -eq 4 ] || fail "$(wc -l < "$tmp/runs.csv") lines in SWEEP_CSV, not 4"
+python3 - "$tmp/runs.csv" "$tmp/keep" <<'PY' || exit 1
+import csv, json, sys
+for row in csv.reader(open(sys.argv[1])):
+    name, setting, rnd, figure, share, mode, inproc = row  # seven fields, or this fails
+    float(figure)
+    if setting == "eager":
+        assert (share, mode, inproc) == ("-", "-", "-"), row
+        continue
+    assert 0 <= float(share) <= 1 and mode in ("graphs", "eager"), row
+    s = [json.loads(l) for l in open("%s/mb.1.%s.jsonl" % (sys.argv[2], rnd))
+         if '"summary"' in l][-1]
+    c = s.get("control", {})
+    e, g = c.get("eager_ns_per_op", 0), c.get("graphed_ns_per_op", 0)
+    want = "%.3f" % (e / g) if e > 0 and g > 0 else "-"
+    assert inproc == want, (row, want)
+print("ok: SWEEP_CSV's in-process figures are the reports'")
+PY
