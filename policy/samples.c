@@ -232,7 +232,9 @@ void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 		s->len_max = (t->n > unit ? t->n : unit) / 2;
 		cut = true;
 	}
-	uint32_t half = t->n <= CG_SPLIT_MIN ? 1 : t->n / 2 > CG_SPLIT_MIN ? t->n / 2 : CG_SPLIT_MIN;
+	uint32_t half = t->n / 2 > CG_SPLIT_MIN ? t->n / 2 : CG_SPLIT_MIN;
+	if (t->n <= CG_SPLIT_MIN)
+		half = 1;  /* a chunk of two: one op each */
 	uint64_t key = cg_chunk_prefix_key(t, half);
 	bool known = false;
 	for (uint32_t i = 0; i < s->nsplit; i++)
