@@ -41,18 +41,18 @@
 #define CG_CONTROL_PROBE_EPOCHS 0.01
 /* The first probe's eager epochs are a price a short job never earns back, and the graphs have
  * passed their chunks' tests already: they run CG_CONTROL_TRUST settled epochs before it, and
- * CG_CONTROL_TRUST_NS of them at least (an epoch can be 3 ms: 16 of a C loop's are 50 ms, and a
- * 50-step trainer ended inside its first probe's eager epochs). What those tests cannot see
- * (work held back from a GPU the host then waits for, in ways no chunk shows alone) is what the
- * probe measures after them. CG_CONTROL_TRUST_SLOW graphed epochs in a row, each clearly slower
- * than every eager epoch before the graphs (CG_CONTROL_CLEAR_EAGER), end the trust at once;
- * otherwise a wrong trust costs the trust's epochs at most, each slower by less than that
- * margin: a job that runs for minutes does not notice, a shorter one never reaches its probe.
- * One such epoch alone is not enough: in a short multi-stream program a single epoch now and
- * then runs that slow in either mode, and a probe started on it took half the program's ops
- * eager. */
+ * CG_CONTROL_TRUST_NS of them at least (control.h). An epoch can be 3 ms: 16 of a C loop's are
+ * 50 ms, and a 50-step trainer ended inside its first probe's eager epochs; with 200 ms, a
+ * 200-step PyTorch loop of 2 ms steps probed at its 110th step and ran 2-5% of its ops eagerly
+ * for it. What those tests cannot see (work held back from a GPU the host then waits for, in
+ * ways no chunk shows alone) is what the probe measures after them. CG_CONTROL_TRUST_SLOW
+ * graphed epochs in a row, each clearly slower than every eager epoch before the graphs
+ * (CG_CONTROL_CLEAR_EAGER), end the trust at once; otherwise a wrong trust costs the trust's
+ * epochs at most, each slower by less than that margin: a job that runs for minutes does not
+ * notice, a shorter one never reaches its probe. One such epoch alone is not enough: in a
+ * short multi-stream program a single epoch now and then runs that slow in either mode, and a
+ * probe started on it took half the program's ops eager. */
 #define CG_CONTROL_TRUST 16
-#define CG_CONTROL_TRUST_NS 200000000u
 #define CG_CONTROL_TRUST_SLOW 2
 /* Epochs in a row that a probe may skip because graphs were built or timed in them (one-time
  * costs that say nothing about either mode); after that the epoch counts as it is. */

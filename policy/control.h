@@ -16,6 +16,9 @@
 #define CG_CONTROL_WINDOW 256
 #define CG_CONTROL_RING 64      /* interval lengths kept for finding the loop's period */
 #define CG_CONTROL_SAMPLES 7    /* epochs of each mode compared at most, per probe */
+/* Graphed time before the first probe, at least (control.c says why): a wrong trust costs under
+ * a quarter of it, once. */
+#define CG_CONTROL_TRUST_NS 500000000u
 
 /* What one probe concluded. Times are the program's wall time per op over whole epochs
  * (whole loop periods, from just after one wait for the GPU to the same point later). */
