@@ -16,6 +16,7 @@
 #define CG_CONTROL_WINDOW 256
 #define CG_CONTROL_RING 64      /* interval lengths kept for finding the loop's period */
 #define CG_CONTROL_SAMPLES 7    /* epochs of each mode compared at most, per probe */
+#define CG_CONTROL_CLOSE_SAMPLES 5  /* of each, to confirm a decision in a close call */
 /* Graphed time before the first probe, at least (control.c says why): a wrong trust costs under
  * a quarter of it, once. */
 #define CG_CONTROL_TRUST_NS 500000000u
