@@ -53,12 +53,13 @@ struct cg_control {
 	uint64_t epoch_ns, epoch_ops;
 	uint32_t epoch_intervals;
 	uint32_t epoch_len;         /* intervals in the last complete epoch */
-	bool epoch_graphed;         /* every interval of this epoch ran with graphs in use */
+	bool epoch_graphed;         /* every interval of this epoch ran with graphs settled */
+	bool epoch_eager;           /* none of its intervals had a graph in use */
 	/* The loop's period in intervals, found in the lengths (ops) of the latest intervals. */
 	uint32_t ring[CG_CONTROL_RING];
 	uint64_t nring;
 	uint32_t period;
-	double eager_ref;           /* ns per op of the fastest epoch before graphs (0: none) */
+	double eager_ref;           /* ns per op of the fastest epoch before any graph (0: none) */
 	uint64_t trusted_ns;        /* time of the settled epochs trusted so far */
 	uint32_t slow;              /* trusted epochs in a row clearly slower than eager_ref (kept
 	                               after the trust: CG_CONTROL_TRUST_SLOW of them ended it) */
@@ -89,15 +90,21 @@ struct cg_control_summary {
 void cg_control_init(struct cg_control *c);
 void cg_control_summarize(const struct cg_control *c, struct cg_control_summary *out);
 
+/* What graphs did in an interval. */
+enum cg_control_graphs {
+	CG_CTL_NO_GRAPHS,  /* none launched yet: every op ran eagerly */
+	CG_CTL_UNSETTLED,  /* in use, but one was built or timed for the cost gate */
+	CG_CTL_SETTLED,    /* in use, none built or timed: deferring makes its difference */
+};
+
 /* An interval of `ops` ops ended at `end_ns`: `waited`, at the last of one or more waits for
  * the GPU (a sync, a copy to the host; the caller closes it at the next op, so that a wait
  * counts in the epoch whose work it waits for), else after c->window ops without a wait.
- * `graphed`: graphs are in use and settled (launched, none built or timed for the cost gate in
- * the interval), so deferring makes its difference; probing starts after a whole epoch of such
- * intervals, and an epoch that was not settled is measured again rather than compared.
- * Returns true when a probe just ended, with its outcome in *out; c->defer says the mode from
- * now on. */
+ * Probing starts after a whole epoch of settled intervals, and an epoch that was not settled is
+ * measured again rather than compared; what eager costs before the graphs is measured on
+ * epochs without any. Returns true when a probe just ended, with its outcome in *out; c->defer
+ * says the mode from now on. */
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end_ns, bool waited,
-                         bool graphed, struct cg_control_decision *out);
+                         enum cg_control_graphs graphs, struct cg_control_decision *out);
 
 #endif

@@ -202,12 +202,14 @@ static void control_op(struct cg_stream *s)
 		 * costs the host once) in this interval. */
 		uint64_t timed = __atomic_load_n(&e->timed, __ATOMIC_RELAXED);
 		uint64_t built = __atomic_load_n(&e->built, __ATOMIC_RELAXED);
-		bool settled = __atomic_load_n(&e->launched, __ATOMIC_RELAXED) &&
-		               timed == e->ctl_timed && built == e->ctl_built;
+		enum cg_control_graphs graphs =
+			!__atomic_load_n(&e->launched, __ATOMIC_RELAXED) ? CG_CTL_NO_GRAPHS
+			: timed == e->ctl_timed && built == e->ctl_built ? CG_CTL_SETTLED
+			                                                 : CG_CTL_UNSETTLED;
 		e->ctl_timed = timed;
 		e->ctl_built = built;
 		decided = cg_control_interval(&e->ctl, wait ? (n ? n - 1 : 0) : n, end, wait != 0,
-		                              settled, &d);
+		                              graphs, &d);
 		__atomic_store_n(&e->ctl_probing, e->ctl.phase == CG_CTL_PROBE, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->ctl_defer, e->ctl.defer, __ATOMIC_RELAXED);
 	}
