@@ -261,9 +261,10 @@ static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bo
 			/* Before graphs: what eager costs, as far as warm-up lets it show, from epochs
 			 * of whole periods only (16 intervals of a 5-interval step hold other work
 			 * than the next 16, at another time per op), and with no graph in use: those
-			 * with graphs being built and timed run partly replayed (a PyTorch MLP's, 14-35%
-			 * under its eager time per op, ended the trust on graphs 13% faster than eager
-			 * in 7 runs of 9). */
+			 * in which graphs are launched, built and timed are neither mode (a PyTorch
+			 * MLP's came out 14-35% under the eager time per op its probe measured later,
+			 * and under the graphed one too, and ended the trust in 7 runs of 9 on graphs
+			 * the probe found faster than eager). */
 			if (eager && c->period && c->epoch_len % c->period == 0 &&
 			    (!c->eager_ref || per_op < c->eager_ref))
 				c->eager_ref = per_op;
