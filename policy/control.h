@@ -1,9 +1,10 @@
 /* The deferral controller: decides from the program's own wall time whether deferring its work
  * into graphs pays. One per process, not per stream: every stream's work shares the wall time
- * it measures, so per-stream controllers probing at once would measure each other. Deferral saves host launch time but holds work back
- * from the GPU until its chunk is complete; which one wins depends on the program (a GPU-bound
- * job, a Python loop that waits on every step) and only measuring tells. Pure C, no clock of
- * its own: the engine hands it the time at the points it needs. Internal to policy/. */
+ * it measures, so per-stream controllers probing at once would measure each other. Deferral
+ * saves host launch time but holds work back from the GPU until its chunk is complete; which
+ * one wins depends on the program (a GPU-bound job, a Python loop that waits on every step) and
+ * only measuring tells. Pure C, no clock of its own: the engine hands it the time at the points
+ * it needs. Internal to policy/. */
 #ifndef CG_POLICY_CONTROL_H
 #define CG_POLICY_CONTROL_H
 

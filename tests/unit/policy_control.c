@@ -299,7 +299,8 @@ static void test_phase_change_noticed(void **state)
 }
 
 /* Feeds intervals of `ops` ops until the first decision; true when the trust ended at the
- * first epoch that brought its time to CG_CONTROL_TRUST_NS. *trusting: intervals that ended in the trust. */
+ * first epoch that brought its time to CG_CONTROL_TRUST_NS. *trusting: intervals that ended in
+ * the trust. */
 static bool trust_ended_at_its_time(struct feed *f, uint32_t ops, double ns_eager,
                                     double ns_graph, uint32_t *trusting)
 {
@@ -320,8 +321,8 @@ static bool trust_ended_at_its_time(struct feed *f, uint32_t ops, double ns_eage
 }
 
 /* Graphs 3.4x faster in a loop that is mostly launching: no eager epoch until the trust has
- * run CG_CONTROL_TRUST settled epochs graphed, and CG_CONTROL_TRUST_NS of them, then a probe, which keeps
- * graphs. */
+ * run CG_CONTROL_TRUST settled epochs graphed, and CG_CONTROL_TRUST_NS of them, then a probe,
+ * which keeps graphs. */
 static void test_trust_before_first_probe(void **state)
 {
 	/* Epochs of 3 ms (3 intervals of 1 ms): 16 of them are 48 ms, the time decides. */
@@ -430,9 +431,9 @@ static void test_trust_outlasts_one_slow_epoch(void **state)
 }
 
 /* Learning at 10 us per op, then epochs with graphs in use but not settled (built, timed for
- * the cost gate: partly replayed) at 7 us, then settled graphs at 9.5 us, faster than eager.
- * The mixed epochs are no measure of eager: taken as one, the graphs would look clearly slower
- * and end the trust at once. Only the learning epochs count, and the trust holds. */
+ * the cost gate) at 7 us, then settled graphs at 9.5 us, faster than eager. The mixed epochs,
+ * faster than either mode, are no measure of eager: taken as one, the graphs would look clearly
+ * slower and end the trust at once. Only the learning epochs count, and the trust holds. */
 static void test_trust_ignores_mixed_epochs(void **state)
 {
 	struct feed f;
