@@ -1,8 +1,9 @@
 #!/bin/sh
-# bench/sweep on the CPU fake driver: a workload eagerly and under cugraft, interleaved; its
-# summary lines, and one line per run in SWEEP_CSV whose in-process figure is the kept report's
-# controller figures (eager ns per op over graphed), or "-" where no probe ended. Skipped (77)
-# while the workload or the fake driver is not built.
+# bench/sweep on the CPU fake driver: a workload eagerly and under cugraft, interleaved, the
+# second round in reverse order; its summary lines, and one line per run in SWEEP_CSV, in the
+# order the runs ran, whose in-process figure is the kept report's controller figures (eager ns
+# per op over graphed), or "-" where no probe ended. Skipped (77) while the workload or the fake
+# driver is not built.
 # usage: sweep.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 SRC=$2 BUILD=$3
@@ -27,7 +28,11 @@ done
 [ "$(wc -l < "$tmp/runs.csv")" -eq 4 ] || fail "$(wc -l < "$tmp/runs.csv") lines in SWEEP_CSV, not 4"
 python3 - "$tmp/runs.csv" "$tmp/keep" <<'PY' || exit 1
 import csv, json, sys
-for row in csv.reader(open(sys.argv[1])):
+rows = list(csv.reader(open(sys.argv[1])))
+# the lines come in the order the runs ran: the second round reverses the first's
+order = [(r[1], r[2]) for r in rows]
+assert order == [("eager", "1"), ("default", "1"), ("default", "2"), ("eager", "2")], order
+for row in rows:
     name, setting, rnd, figure, share, mode, inproc = row  # seven fields, or this fails
     float(figure)
     if setting == "eager":
