@@ -98,9 +98,9 @@ uint64_t cg_engine_now(const struct cg_engine *e);
  * sightings between its first and the one that earns its graph (with a warmup over 2), which run
  * eagerly anyway; where those gave fewer, from occurrences not replayed (COST_SAMPLE), only for
  * a graph over that saving and the noise in the least of two samples, with nodes enough to fall
- * that far behind its eager ops (samples.c, cg_gate_plausible). A chunk whose graph
- * takes under half the host time it saves can be neither, and is sampled no more. Call with the
- * stream's lock held. */
+ * that far behind its eager ops (samples.c, cg_gate_plausible). A chunk whose graph takes under
+ * half the host time it saves can be neither, and is sampled no more. Call with the stream's
+ * lock held. */
 void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, double us);
 
 /* The counters (records.h) summed over every stream, freed ones included. */

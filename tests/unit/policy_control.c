@@ -757,7 +757,7 @@ int main(void)
 		cmocka_unit_test(test_first_probe_overturns_only_on_full_samples),
 		cmocka_unit_test(test_trust_ends_when_clearly_slower),
 		cmocka_unit_test(test_trust_outlasts_one_slow_epoch),
-	cmocka_unit_test(test_trust_ignores_mixed_epochs),
+		cmocka_unit_test(test_trust_ignores_mixed_epochs),
 		cmocka_unit_test(test_trust_compares_whole_periods),
 		cmocka_unit_test(test_no_wait_loop_windows),
 		cmocka_unit_test(test_waits_for_graphs),
