@@ -165,3 +165,9 @@ CUresult cg_capture_refuse(struct cg_stream *s);
 
 /* Memory operations shared by eager calls and graph nodes. */
 void cg_memset(CUdeviceptr dst, unsigned value, unsigned elem, size_t n);
+/* [p, p + n) inside one live allocation (memory.c). */
+bool cg_mem_range_ok(CUdeviceptr p, size_t n);
+/* Device memory an instantiated graph of `nodes` nodes holds: taken from what cuMemGetInfo
+ * reports free (returns how much), given back when it is destroyed. */
+size_t cg_graph_mem_take(size_t nodes);
+void cg_graph_mem_give(size_t bytes);

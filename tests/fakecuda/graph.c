@@ -10,6 +10,7 @@ struct cg_exec {
   size_t n;
   CUgraphNode *origin;     /* source node handles, paired by position with nodes */
   struct cg_node *nodes;
+  size_t mem;              /* device memory it holds (cg_graph_mem_take) */
 };
 
 struct cg_graph *cg_graph_new(void)
@@ -207,6 +208,7 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
   pthread_mutex_unlock(&cg_lock);
   if (r != CUDA_SUCCESS) { free(e->origin); free(e); return r; }
   cg_host_spin_build(e->n);
+  e->mem = cg_graph_mem_take(e->n);
   e->magic = CG_EXEC;
   *phGraphExec = (CUgraphExec)e;
   return CUDA_SUCCESS;
@@ -219,6 +221,7 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
   struct cg_exec *e = exec_get(hGraphExec);
   if (e) {
     e->magic = CG_DEAD;
+    cg_graph_mem_give(e->mem);
     exec_free_nodes(e->nodes, e->n);
     free(e->origin);
     free(e);

@@ -56,6 +56,14 @@ static void k_wait_flag(void *const *args)
   while (__atomic_load_n(&flag[0], __ATOMIC_ACQUIRE) < v) {}
 }
 
+/* Waits until flag[0] reaches v, in every block on a GPU (a consumer that fills the device while
+ * it spins on another stream's producer): here, one wait. */
+static void k_wait_all(void *const *args)
+{
+  int *flag = ARG(int *, 0), v = ARG(int, 1);
+  while (__atomic_load_n(&flag[0], __ATOMIC_ACQUIRE) < v) {}
+}
+
 /* bench/workloads/mb_kernels.cu's mb_axb: p[i] = p[i]*a + b, so that mb-driver and passthrough
  * run on the fake. */
 static void k_mb_axb(void *const *args)
@@ -109,6 +117,7 @@ static struct cg_kernel_def defs[] = {
   K("cg_step_mix", k_step_mix, 3, 8, 4, 8),
   K("cg_set_flag", k_set_flag, 2, 8, 4),
   K("cg_wait_flag", k_wait_flag, 2, 8, 4),
+  K("cg_wait_all", k_wait_all, 2, 8, 4),
   K("cg_big_arg", k_big_arg, 2, sizeof(struct big_arg), 8),
   K("cg_grid_sum", k_grid_sum, 2, 8, 8),
   K("mb_axb", k_mb_axb, 4, 8, 4, 4, 4),

@@ -1,13 +1,94 @@
 /* Memory of the fake driver: "device" memory is host memory (a CUdeviceptr is an address),
  * pinned host memory is plain host memory mapped at the same address. Copies and memsets run
- * at once; async memsets and device-to-device copies on a capturing stream become graph nodes. */
+ * at once; async memsets and device-to-device copies on a capturing stream become graph nodes.
+ * Live allocations are kept in a table, so that memsets and copies are refused, as the real
+ * driver refuses them, outside an allocation, and cuMemGetAddressRange answers. */
 #include "fake.h"
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TOTAL_MEM (16ULL << 30)
 #define ALIGN 256  /* the real allocator's minimum alignment; header holds the size */
 static atomic_ullong allocated;
+
+/* --- the allocation table: [base, base + size) of every live allocation ----------------------- */
+#define MAX_ALLOCS 4096
+static struct { uintptr_t base; size_t size; } allocs[MAX_ALLOCS];
+static size_t nallocs;
+static pthread_mutex_t allocs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void allocs_add(const void *p, size_t size)
+{
+  pthread_mutex_lock(&allocs_lock);
+  if (nallocs < MAX_ALLOCS) allocs[nallocs++] = (__typeof__(allocs[0])){ (uintptr_t)p, size };
+  pthread_mutex_unlock(&allocs_lock);
+}
+
+static void allocs_remove(const void *p)
+{
+  pthread_mutex_lock(&allocs_lock);
+  for (size_t i = 0; i < nallocs; i++)
+    if (allocs[i].base == (uintptr_t)p) { allocs[i] = allocs[--nallocs]; break; }
+  pthread_mutex_unlock(&allocs_lock);
+}
+
+/* The allocation holding p: its base and size; false when none does. */
+static bool allocs_find(uintptr_t p, uintptr_t *base, size_t *size)
+{
+  bool found = false;
+  pthread_mutex_lock(&allocs_lock);
+  for (size_t i = 0; i < nallocs && !found; i++)
+    if (p >= allocs[i].base && p - allocs[i].base < allocs[i].size) {
+      *base = allocs[i].base;
+      *size = allocs[i].size;
+      found = true;
+    }
+  pthread_mutex_unlock(&allocs_lock);
+  return found;
+}
+
+/* [p, p + n) lies inside one live allocation (n 0: p does). The table overflowing (a program of
+ * more than MAX_ALLOCS allocations) makes no range checkable: every one is accepted then. */
+bool cg_mem_range_ok(CUdeviceptr p, size_t n)
+{
+  uintptr_t base;
+  size_t size;
+  if (!p) return false;
+  if (nallocs >= MAX_ALLOCS) return true;
+  if (!allocs_find((uintptr_t)p, &base, &size)) return false;
+  return n <= size - ((uintptr_t)p - base);
+}
+
+CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+  CG_ENTER(cuMemGetAddressRange_v2);
+  CUresult r = cg_need_ctx();
+  if (r != CUDA_SUCCESS) return r;
+  uintptr_t base;
+  size_t size;
+  if (!allocs_find((uintptr_t)dptr, &base, &size)) return CUDA_ERROR_NOT_FOUND;
+  if (pbase) *pbase = (CUdeviceptr)base;
+  if (psize) *psize = size;
+  return CUDA_SUCCESS;
+}
+
+/* Graphs hold device memory on a real GPU: an instantiated graph here takes GRAPH_MEM_BASE and
+ * GRAPH_MEM_NODE per node of what cuMemGetInfo reports free, until it is destroyed. */
+#define GRAPH_MEM_BASE (64u << 10)
+#define GRAPH_MEM_NODE 256u
+
+size_t cg_graph_mem_take(size_t nodes)
+{
+  size_t bytes = GRAPH_MEM_BASE + nodes * GRAPH_MEM_NODE;
+  atomic_fetch_add(&allocated, bytes);
+  return bytes;
+}
+
+void cg_graph_mem_give(size_t bytes)
+{
+  atomic_fetch_sub(&allocated, bytes);
+}
 
 void cg_memset(CUdeviceptr dst, unsigned value, unsigned elem, size_t n)
 {
@@ -44,6 +125,7 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
   memcpy(p, &bytesize, sizeof bytesize);
   atomic_fetch_add(&allocated, bytesize);
   *dptr = (CUdeviceptr)(p + ALIGN);
+  allocs_add(p + ALIGN, bytesize);
   return CUDA_SUCCESS;
 }
 
@@ -62,6 +144,7 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
   unsigned char *p = (unsigned char *)dptr - ALIGN;
   size_t size;
   memcpy(&size, p, sizeof size);
+  allocs_remove((void *)dptr);
   atomic_fetch_sub(&allocated, size);
   free(p);
   return CUDA_SUCCESS;
@@ -73,6 +156,7 @@ static CUresult host_alloc(void **pp, size_t bytesize)
   if (r != CUDA_SUCCESS) return r;
   if (!pp || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   *pp = aligned_alloc(ALIGN, (bytesize + ALIGN - 1) / ALIGN * ALIGN);
+  if (*pp) allocs_add(*pp, bytesize);
   return *pp ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -91,6 +175,7 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 CUresult CUDAAPI cuMemFreeHost(void *p)
 {
   CG_ENTER(cuMemFreeHost);
+  allocs_remove(p);
   free(p);
   return CUDA_SUCCESS;
 }
@@ -129,6 +214,8 @@ CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t By
 CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
   CG_ENTER(cuMemcpyDtoD_v2);
+  if (!cg_mem_range_ok(dstDevice, ByteCount) || !cg_mem_range_ok(srcDevice, ByteCount))
+    return CUDA_ERROR_INVALID_VALUE;
   return copy((void *)dstDevice, (const void *)srcDevice, ByteCount);
 }
 
@@ -136,7 +223,7 @@ static CUresult set(CUdeviceptr dst, unsigned value, unsigned elem, size_t n)
 {
   CUresult r = cg_need_ctx();
   if (r != CUDA_SUCCESS) return r;
-  if (!dst) return CUDA_ERROR_INVALID_VALUE;
+  if (dst % elem || !cg_mem_range_ok(dst, n * elem)) return CUDA_ERROR_INVALID_VALUE;
   cg_memset(dst, value, elem, n);
   count_memop();
   return CUDA_SUCCESS;
@@ -163,6 +250,8 @@ static CUresult copy_async(void *dst, const void *src, size_t n, CUstream hStrea
   struct cg_stream *s = cg_stream_get(hStream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   if (n && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+  if (capturable && (!cg_mem_range_ok((CUdeviceptr)dst, n) || !cg_mem_range_ok((CUdeviceptr)src, n)))
+    return CUDA_ERROR_INVALID_VALUE;  /* device to device: both ends checked */
   if (!cg_capturing(s)) {
     cg_gpu_run(s, 1, false);
     return copy(dst, src, n);
@@ -191,11 +280,11 @@ static CUresult set_async(CUdeviceptr dst, unsigned value, unsigned elem, size_t
   if (r != CUDA_SUCCESS) return r;
   struct cg_stream *s = cg_stream_get(hStream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (dst % elem || !cg_mem_range_ok(dst, n * elem)) return CUDA_ERROR_INVALID_VALUE;
   if (!cg_capturing(s)) {
     cg_gpu_run(s, 1, false);
     return set(dst, value, elem, n);
   }
-  if (!dst) return CUDA_ERROR_INVALID_VALUE;
   struct cg_node node = { .magic = CG_NODE, .kind = CG_NODE_MEMSET,
                           .u.set = { dst, value, elem, n, 1, n * elem } };
   return cg_capture_node(s, &node);
