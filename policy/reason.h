@@ -17,13 +17,14 @@
 	X(HOST_FUNC,     "host_func",        "host callback (cudaLaunchHostFunc / cuLaunchHostFunc) inside the repeating work") \
 	X(EVENT,         "event",            "event record/wait/query splits the work: keep timing events outside the hot loop") \
 	X(OTHER_THREAD,  "other_thread",     "another thread queried or synchronised the stream (watchdog, allocator polling events)") \
-	X(STREAM_ORDER,  "stream_order",     "legacy default stream work ordered against other streams") \
+	X(STREAM_ORDER,  "stream_order",     "another stream's work came in between: what this stream deferred was submitted first, so that work reaches the GPU in the program's order across streams (the legacy stream's ordering, a kernel waiting for another stream's work)") \
 	X(COLLECTIVE,    "collective",       "NCCL call: collectives run eagerly in the default scope (CUGRAFT_SCOPE=+collectives to graph them)") \
 	X(CAPTURE,       "capture",          "the program captures a graph itself; its launches pass through") \
 	X(UNKNOWN_API,   "unknown_api",      "an unclassified driver entry point was called; pending work was flushed before it") \
 	X(MODULE,        "module",           "module load/unload or context change") \
 	X(UNGRAPHABLE,   "ungraphable",      "a launch form cugraft does not graph (unknown parameter layout, event attributes)") \
 	X(UNPROVEN_SHAPE, "unproven_shape", "a kernel launched with more threads per block or dynamic shared memory, or another grid, than the driver accepted for it before in its context: it ran eagerly, so that a shape only this kernel refuses fails at the program's own call; once accepted, it is graphed") \
+	X(MEMOP_RANGE,   "memop_range",      "a memset or device copy outside one live allocation, or misaligned: it ran as submitted, so that the program got the driver's own answer at its call") \
 	X(SCOPE,         "scope",            "excluded by CUGRAFT_SCOPE") \
 	X(PER_THREAD,    "per_thread_stream", "work on a per-thread default stream ran eagerly: the private stream or events through which other threads reach its deferred work could not be created or recorded") \
 	X(TIMEOUT,       "timeout",          "pending work waited CUGRAFT_MAX_DEFER_US without its chunk completing; submitted eagerly") \

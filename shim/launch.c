@@ -391,6 +391,37 @@ static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[2], enum 
 	op->name = kind == CG_K_COPY ? "memcpyDtoD" : "memset";
 }
 
+/* [p, p + bytes) inside one live allocation, as the driver knows it now. */
+static bool in_allocation(CUdeviceptr p, size_t bytes)
+{
+	CUdeviceptr base = 0;
+	size_t size = 0;
+	if (!CG_REAL(cuMemGetAddressRange_v2))
+		return false;
+	cg_tl_internal++;
+	CUresult r = CG_REAL(cuMemGetAddressRange_v2)(&base, &size, p);
+	cg_tl_internal--;
+	return r == CUDA_SUCCESS && p >= base && bytes <= size - (p - base);
+}
+
+/* A deferred memop returns success, so only one the driver could not refuse is deferred: a
+ * destination (and a copy's source) inside one live allocation, a 32-bit memset's destination
+ * 4-byte aligned, and something to do. Any other goes to the driver as the program made it and
+ * gets the driver's own answer. (A graph node update is no proof: it may take what the direct
+ * call refuses.) */
+static enum cg_reason memop_checked(enum cg_kind kind, CUdeviceptr dst, uint64_t v, size_t n)
+{
+	if (!cg_opt_scope()->memops)
+		return CG_R_SCOPE;
+	if (cg_shim_passthrough() || !cg_driver_ready())
+		return CG_R_NONE; /* forwarded untouched (hands_off) */
+	size_t elem = kind == CG_K_MEMSET32 ? 4 : 1;
+	if (n == 0 || n > SIZE_MAX / elem || dst % elem || !in_allocation(dst, n * elem) ||
+	    (kind == CG_K_COPY && !in_allocation((CUdeviceptr)v, n)))
+		return CG_R_MEMOP_RANGE;
+	return CG_R_NONE;
+}
+
 #define MEM_HOOK(entry, ptsz, kind, T2)                                                         \
 	CG_EXPORT CUresult entry(CUdeviceptr dst, T2 v, size_t n, CUstream h)                   \
 	{                                                                                       \
@@ -398,7 +429,7 @@ static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[2], enum 
 		struct cg_sig sig;                                                              \
 		uint64_t args[2];                                                               \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
-		enum cg_reason why = cg_opt_scope()->memops ? CG_R_NONE : CG_R_SCOPE;           \
+		enum cg_reason why = memop_checked(kind, dst, (uint64_t)v, n);                  \
 		mem_op(&op, &sig, args, kind, dst, (uint64_t)v, n);                             \
 		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h), true, (void)0)        \
 	}
