@@ -24,6 +24,10 @@
 #define CG_FORWARDS_PTSZ(reason) CG_FORWARDS_STREAM(reason)
 #define CG_FORWARDS_ALL(reason) 0 /* every stream's chunk is cut: the full path, always */
 
+/* Syncs and stream queries report what CUDA reports asynchronously: here, the error of deferred
+ * work whose eager submission failed after the program was told it was submitted (shim.h). */
+#define CG_REPORTS(reason) (CG_R_##reason == CG_R_SYNC || CG_R_##reason == CG_R_QUERY)
+
 #define CG_PURE(n)
 #define CG_HOOK(n, ...)
 #define CG_BOUNDARY(n, proto, params, args, scope, stream, reason)                             \
@@ -42,12 +46,12 @@
 		}                                                                               \
 		if (!cg_real[CG_E_##n])                                                         \
 			return CUDA_ERROR_NOT_FOUND;                                            \
-		if (!cg_shim.auditing) /* nothing to mark: a tail call */                       \
+		if (!cg_shim.auditing && !CG_REPORTS(reason)) /* nothing to mark: a tail call */ \
 			return ((__typeof__(&proto))cg_real[CG_E_##n]) args;                    \
 		cg_tl_forwarding++;                                                             \
 		CUresult r_ = ((__typeof__(&proto))cg_real[CG_E_##n]) args;                     \
 		cg_tl_forwarding--;                                                             \
-		return r_;                                                                      \
+		return CG_REPORTS(reason) ? (CUresult)cg_shim_deferred_error(r_) : r_;          \
 	}                                                                                       \
 	CUresult n params;                                                                      \
 	CG_EXPORT CUresult n params                                                             \

@@ -99,6 +99,17 @@ static CUresult target(struct cg_sstate *s, CUstream *st)
 	return *st ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* Every op submitted here was deferred or held: the program was told it was submitted. Its
+ * failure goes to the next synchronising call (shim.h), as an asynchronous error would. */
+static void deferred_failed(CUresult r)
+{
+	static int said;
+	int none = 0;
+	atomic_compare_exchange_strong(&cg_shim.deferred_error, &none, (int)r);
+	cg_note_once(&said, "deferred work failed when it was submitted eagerly: its error is "
+	             "returned by the program's next synchronising call (sync or stream query)");
+}
+
 static int be_eager(void *be, void *stream, const struct cg_op *op, const char **detail)
 {
 	struct cg_sstate *s = stream;
@@ -108,6 +119,8 @@ static int be_eager(void *be, void *stream, const struct cg_op *op, const char *
 	if (r == CUDA_SUCCESS)
 		r = submit(op, st);
 	cg_backend_leave(in);
+	if (r != CUDA_SUCCESS)
+		deferred_failed(r);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 

@@ -22,6 +22,8 @@ struct cg_shim {
 	uint32_t max_defer_us;
 	bool record_only;
 	bool auditing;             /* CUGRAFT_AUDIT: forwarded calls mark themselves (cg_tl_forwarding) */
+	atomic_int deferred_error; /* a CUresult: the eager submission of work the program had been
+	                              told was submitted failed; the next synchronising call says so */
 };
 extern struct cg_shim cg_shim;
 
@@ -64,6 +66,16 @@ static inline void cg_shim_disable(void)
 {
 	atomic_store(&cg_shim.disabled, true);
 	atomic_fetch_or(&cg_unsettled, CG_UNSETTLED_DISABLED);
+}
+
+/* What a synchronising call (a sync, a stream query) returns, its own result `r` given: r where
+ * it failed, else the error of deferred work that failed since, once, as CUDA reports an
+ * asynchronous error at the next call that can. */
+static inline int cg_shim_deferred_error(int r)
+{
+	if (r != 0 || !atomic_load_explicit(&cg_shim.deferred_error, memory_order_relaxed))
+		return r;
+	return atomic_exchange(&cg_shim.deferred_error, 0);
 }
 
 /* True when a program call must go straight to the driver with nothing else done. */
