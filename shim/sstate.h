@@ -39,6 +39,8 @@ struct cg_sstate {
 	struct cg_stream *eng;     /* engine state, or NULL: its ops run eagerly, for `why_eager` */
 	enum cg_reason why_eager;  /* SCOPE (CUGRAFT_SCOPE), PER_THREAD (no proxy) or NO_MEMORY */
 	atomic_bool pending;       /* the engine holds deferred work (mirrored after each call) */
+	_Atomic uint64_t pending_seq; /* when that work began, in the process's submission order */
+	bool flush_mark;           /* flush_where's choice (stream.c; the registry lock guards it) */
 	_Atomic unsigned char calm; /* enum cg_calm: what a boundary now would change */
 	_Atomic uint64_t ops;      /* ops seen on this stream */
 	struct cg_sstate *next;

@@ -23,8 +23,10 @@ static struct cg_sstate *recycled;  /* forgotten records, reused for new streams
 static _Atomic unsigned registry_gen = 1;
 static _Atomic uint64_t next_id = 1;
 
-/* How many streams hold deferred work: all, the legacy ones, and blocking non-legacy ones. */
-static atomic_int any_pending, legacy_pending, blocking_pending;
+/* How many streams hold deferred work. */
+static atomic_int any_pending;
+/* The order in which streams began to hold deferred work: flushes go oldest first. */
+static _Atomic uint64_t pending_clock;
 /* Live records not CG_SETTLED (`calm`): while none is, a boundary changes nothing anywhere
  * (no stream has work deferred or a chunk still to be marked by a wait), and the boundaries that
  * come here skip the stream lookup. Those CG_BUSY are counted in cg_unsettled (shim.h): while
@@ -239,12 +241,11 @@ void cg_stream_sync_pending(struct cg_sstate *s)
 	bool p = s->eng && cg_stream_pending(s->eng);
 	if (p == atomic_load_explicit(&s->pending, memory_order_relaxed))
 		return;
+	if (p)
+		atomic_store_explicit(&s->pending_seq, atomic_fetch_add(&pending_clock, 1) + 1,
+		                      memory_order_relaxed);
 	atomic_store_explicit(&s->pending, p, memory_order_release);
 	int d = p ? 1 : -1;
-	if (s->legacy)
-		atomic_fetch_add(&legacy_pending, d);
-	else if (s->blocking)
-		atomic_fetch_add(&blocking_pending, d);
 	/* Sequentially consistent, as the flusher's store of flusher_idle and its load of
 	 * any_pending: one of the two sides sees the other, so no wake-up is lost. */
 	if (atomic_fetch_add(&any_pending, d) == 0 && p && atomic_load(&cg_shim.flusher_idle))
@@ -256,31 +257,80 @@ void cg_stream_sync_pending(struct cg_sstate *s)
  * that the program's pending work makes a boundary): work merely held back for a cost-gate
  * sample while its chunk is learned would not have been pending without the sample, so it is
  * only flushed, and the chunk is learned as it would have been. */
-enum flush_how { FLUSH, CUT, CUT_DEFERRED };
+enum flush_how { FLUSH, CUT, CUT_DEFERRED, ORDER };
 
-/* Flush every live stream matching `pick`, one lock at a time, each with its context current.
- * A stream whose context this thread cannot make current keeps its work pending (for a later
- * flush, or the program's own thread): submitted elsewhere it would be lost. */
+/* ORDER: as CUT_DEFERRED, but a stream another thread is in right now is left to it: that
+ * thread's call and this one are concurrent, with no order between them to keep (and it may be
+ * held inside the driver: waiting for it could wait forever). */
+static void flush_one(struct cg_sstate *s, enum cg_reason why, enum flush_how how)
+{
+	if (how != ORDER)
+		pthread_mutex_lock(&s->lock); /* eng re-read under the lock: exit may retire it */
+	else if (pthread_mutex_trylock(&s->lock) != 0)
+		return;
+	int in = s->eng ? cg_ctx_enter(s->ctx) : CG_CTX_FAILED;
+	bool cut = how == CUT ||
+	           ((how == CUT_DEFERRED || how == ORDER) && s->eng && !cg_stream_held(s->eng));
+	if (in != CG_CTX_FAILED && cut)
+		cg_boundary(s->eng, why);
+	else if (in != CG_CTX_FAILED)
+		cg_flush(s->eng, why);
+	if (in != CG_CTX_FAILED)
+		cg_timing_read(s);
+	cg_ctx_leave(in);
+	cg_stream_sync_pending(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The marked stream whose deferred work began first after `after` (registry lock held). */
+static struct cg_sstate *oldest_marked(uint64_t after)
+{
+	struct cg_sstate *best = NULL;
+	uint64_t best_seq = 0;
+	for (struct cg_sstate *s = streams; s; s = s->next) {
+		uint64_t seq = atomic_load_explicit(&s->pending_seq, memory_order_relaxed);
+		if (s->flush_mark && atomic_load_explicit(&s->pending, memory_order_acquire) &&
+		    seq > after && (!best || seq < best_seq)) {
+			best = s;
+			best_seq = seq;
+		}
+	}
+	return best;
+}
+
+/* Flush every live stream matching `pick`, one lock at a time, each with its context current,
+ * in the order the program submitted their deferred work: oldest first, and every stream whose
+ * deferred work is older than a chosen one's too (a kernel may wait for another stream's work
+ * that the program submitted before it: reordered, it could hold the GPU forever). Then the
+ * chosen streams with nothing deferred. A stream whose context this thread cannot make current
+ * keeps its work pending (for a later flush, or the program's own thread): submitted elsewhere
+ * it would be lost. */
 static void flush_where(bool (*pick)(struct cg_sstate *, void *), void *arg,
                         enum cg_reason why, enum flush_how how)
 {
 	pthread_mutex_lock(&registry);
+	uint64_t newest = 0;
 	for (struct cg_sstate *s = streams; s; s = s->next) {
-		if (!s->eng || !pick(s, arg))
-			continue;
-		pthread_mutex_lock(&s->lock); /* eng re-read under the lock: exit may retire it */
-		int in = s->eng ? cg_ctx_enter(s->ctx) : CG_CTX_FAILED;
-		bool cut = how == CUT || (how == CUT_DEFERRED && s->eng && !cg_stream_held(s->eng));
-		if (in != CG_CTX_FAILED && cut)
-			cg_boundary(s->eng, why);
-		else if (in != CG_CTX_FAILED)
-			cg_flush(s->eng, why);
-		if (in != CG_CTX_FAILED)
-			cg_timing_read(s);
-		cg_ctx_leave(in);
-		cg_stream_sync_pending(s);
-		pthread_mutex_unlock(&s->lock);
+		s->flush_mark = s->eng && pick(s, arg);
+		uint64_t seq = atomic_load_explicit(&s->pending_seq, memory_order_relaxed);
+		if (s->flush_mark && atomic_load_explicit(&s->pending, memory_order_acquire) && seq > newest)
+			newest = seq;
 	}
+	for (struct cg_sstate *s = streams; s; s = s->next)
+		if (s->eng && atomic_load_explicit(&s->pending, memory_order_acquire) &&
+		    atomic_load_explicit(&s->pending_seq, memory_order_relaxed) <= newest)
+			s->flush_mark = true;
+	uint64_t after = 0;
+	for (struct cg_sstate *s; (s = oldest_marked(after));) {
+		after = atomic_load_explicit(&s->pending_seq, memory_order_relaxed);
+		s->flush_mark = false;
+		flush_one(s, why, how);
+	}
+	for (struct cg_sstate *s = streams; s; s = s->next)
+		if (s->flush_mark) {
+			s->flush_mark = false;
+			flush_one(s, why, how);
+		}
 	pthread_mutex_unlock(&registry);
 }
 
@@ -289,14 +339,9 @@ static bool pick_pending(struct cg_sstate *s, void *arg)
 	return atomic_load_explicit(&s->pending, memory_order_acquire);
 }
 
-static bool pick_blocking_other(struct cg_sstate *s, void *self)
+static bool pick_pending_other(struct cg_sstate *s, void *self)
 {
-	return s != self && !s->legacy && s->blocking && atomic_load(&s->pending);
-}
-
-static bool pick_legacy_other(struct cg_sstate *s, void *self)
-{
-	return s != self && s->legacy && atomic_load(&s->pending);
+	return s != self && atomic_load_explicit(&s->pending, memory_order_acquire);
 }
 
 static bool pick_all(struct cg_sstate *s, void *arg)
@@ -306,15 +351,18 @@ static bool pick_all(struct cg_sstate *s, void *arg)
 
 void cg_stream_order(struct cg_sstate *s)
 {
-	/* The legacy stream waits for all earlier work of blocking streams and they wait for its
-	 * earlier work: deferred work on the other side must reach the driver first. The point
-	 * recurs with the program's loop, so it is also a learned chunk boundary. */
-	if (s->legacy) {
-		if (atomic_load_explicit(&blocking_pending, memory_order_acquire) > 0)
-			flush_where(pick_blocking_other, s, CG_R_STREAM_ORDER, CUT_DEFERRED);
-	} else if (s->blocking) {
-		if (atomic_load_explicit(&legacy_pending, memory_order_acquire) > 0)
-			flush_where(pick_legacy_other, s, CG_R_STREAM_ORDER, CUT_DEFERRED);
+	/* Work reaches the GPU in the order the program submitted it, across streams too: what
+	 * another stream deferred goes first. The legacy stream's implicit synchronisation needs
+	 * it; so does a kernel that waits for another stream's work through memory (a flag set by
+	 * a producer: reordered, the waiting consumer can hold every SM). The point recurs with
+	 * the program's loop, so it is also a learned chunk boundary there. One load while only
+	 * this stream, or none, defers. */
+	int n = atomic_load_explicit(&any_pending, memory_order_acquire);
+	if (n > 1 || (n == 1 && !atomic_load_explicit(&s->pending, memory_order_acquire))) {
+		/* Exit work submits every stream's work itself, holding the registry. */
+		if (atomic_load_explicit(&cg_shim.exiting, memory_order_relaxed))
+			return;
+		flush_where(pick_pending_other, s, CG_R_STREAM_ORDER, ORDER);
 	}
 }
 

@@ -13,8 +13,8 @@
  * then means the calling thread's per-thread stream). NULL when the driver cannot tell. */
 struct cg_sstate *cg_stream_get(CUstream h, bool ptsz);
 
-/* Before an op is submitted on s (lock not held): flush what the legacy stream's implicit
- * synchronisation orders before it. */
+/* Before an op or a boundary call reaches s (lock not held): submit what other streams deferred,
+ * oldest first, so that work reaches the GPU in the program's order across streams. */
 void cg_stream_order(struct cg_sstate *s);
 
 /* After every engine call on s (lock held): mirror its pending state into the counters (and
