@@ -23,6 +23,17 @@ static void note(const char *text)
 	cg_log(CG_LOG_WARN, "%s", text);
 }
 
+bool cg_check_launch_blocking(void)
+{
+	/* CUDA reads the variable as a number: any value but 0 makes every launch synchronous. */
+	const char *v = getenv("CUDA_LAUNCH_BLOCKING");
+	if (!v || !*v || strtol(v, NULL, 10) == 0)
+		return false;
+	note("CUDA_LAUNCH_BLOCKING is set: every launch completes before it returns, so nothing is "
+	     "deferred (cugraft only records, as with CUGRAFT_RECORD_ONLY=1)");
+	return true;
+}
+
 void cg_startup_checks(void)
 {
 	/* PyTorch's expandable segments remap memory that NCCL registered for graphs: NCCL's own

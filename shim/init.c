@@ -174,7 +174,7 @@ void cg_shim_start(void)
 		return;
 	}
 	cg_shim.max_defer_us = (uint32_t)cg_opt_int(CG_OPT_MAX_DEFER_US);
-	cg_shim.record_only = cg_opt_bool(CG_OPT_RECORD_ONLY);
+	cg_shim.record_only = cg_opt_bool(CG_OPT_RECORD_ONLY) || cg_check_launch_blocking();
 
 	struct cg_engine_config cfg;
 	cg_engine_config_default(&cfg);
