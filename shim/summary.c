@@ -209,11 +209,16 @@ static const int fatal_signals[] = { SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, S
 static pid_t fatal_owner;
 
 /* Async-signal-safe: a record formatted in a static buffer (no allocation, no lock), one
- * write(2), then the signal again with its default action (SA_RESETHAND) once this returns. */
+ * write(2), then the signal again with its default action. Once only: a handler the program
+ * installed later may call this one as its predecessor (a crash reporter's chaining), and
+ * would be called again by the re-raise if the signal kept a handler, forever. So the default
+ * action is restored and the signal unblocked before it is raised: the process ends here, with
+ * the status it would have without cugraft. */
 static void on_fatal(int sig)
 {
 	static struct cg_json j;
-	if (getpid() == fatal_owner) { /* not in a fork()ed child writing into our report */
+	static atomic_flag written = ATOMIC_FLAG_INIT;
+	if (getpid() == fatal_owner && !atomic_flag_test_and_set(&written)) { /* not a fork()ed child */
 		cg_json_begin(&j, "signal");
 		cg_json_int(&j, "signal", sig);
 		cg_json_str(&j, "name", sigabbrev_np(sig));
@@ -225,6 +230,13 @@ static void on_fatal(int sig)
 		if (line)
 			cg_report_write_unlocked(line, len);
 	}
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	sigset_t only;
+	sigemptyset(&only);
+	sigaddset(&only, sig);
+	sigprocmask(SIG_UNBLOCK, &only, NULL);
 	raise(sig);
 }
 
