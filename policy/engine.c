@@ -348,8 +348,9 @@ void cg_passed(struct cg_stream *s, const struct cg_op *op, bool ran)
 	/* Run, it starts the chunk being learned, as it will once its shape is proven: else the
 	 * first iteration's chunk there is one op short of the next ones' and learned again a step
 	 * later. The caller counts it: it is not among the chunk's passed ops. (A launch the driver
-	 * refused is no op of any chunk: a graph of it could not be built.) */
-	if (ran && !s->sc.n && !s->deferring && !s->hold) {
+	 * refused is no op of any chunk: a graph of it could not be built.) Only where the chunk
+	 * has room for the op after it too: that one is pushed before any cut is looked for. */
+	if (ran && !s->sc.n && !s->deferring && !s->hold && s->e->cfg.chunk_max >= 2) {
 		cg_push_op(s, op, hash);
 		s->at_boundary = false;
 	}
