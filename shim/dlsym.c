@@ -76,12 +76,31 @@ static void *hand_out(void *real, const char *name)
  * default deny: a lookup from here, in the global scope, finds exactly what the caller's finds
  * first, and that one is handed out. (Inexact only for a caller opened RTLD_DEEPBIND whose own
  * dependencies define that same unlisted name.) */
+/* A process that has not loaded libcuda has no driver entry point to find, and programs probe
+ * RTLD_DEFAULT to learn whether CUDA is there: our exports must not answer for it. The lookup
+ * past libcugraft (RTLD_NEXT from here) is then glibc's answer without us, and sets dlerror()
+ * as it would. */
+static bool no_driver_loaded(void *handle, const char *name)
+{
+	if (handle != RTLD_DEFAULT || name[0] != 'c')
+		return false;
+	void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (cuda)
+		dlclose(cuda);
+	return !cuda;
+}
+
 struct cg_dl_route cg_dlsym_route(void *handle, const char *name);
 CG_NO_SANITIZE struct cg_dl_route cg_dlsym_route(void *handle, const char *name)
 {
 	struct cg_dl_route r = { NULL, cg_resolve_real_dlsym() };
 	if (!r.tail || handle == RTLD_NEXT || !concerns_us(name))
 		return r;
+	if (no_driver_loaded(handle, name)) {
+		r.value = cg_real_dlsym(RTLD_NEXT, name);
+		r.tail = NULL;
+		return r;
+	}
 	void *real = cg_real_dlsym(handle, name);
 	if (handle == RTLD_DEFAULT && !(real && name[0] == 'c' && in_libcuda_file(real)))
 		return r;
@@ -96,6 +115,11 @@ CG_NO_SANITIZE struct cg_dl_route cg_dlvsym_route(void *handle, const char *name
 	struct cg_dl_route r = { NULL, cg_resolve_real_dlvsym() };
 	if (!r.tail || handle == RTLD_NEXT || !concerns_us(name))
 		return r;
+	if (no_driver_loaded(handle, name)) {
+		r.value = cg_real_dlvsym(RTLD_NEXT, name, version);
+		r.tail = NULL;
+		return r;
+	}
 	void *real = cg_real_dlvsym(handle, name, version);
 	if (handle == RTLD_DEFAULT && !(real && name[0] == 'c' && in_libcuda_file(real)))
 		return r;
