@@ -27,7 +27,12 @@ struct chunk_graph {
 	CUgraphNode *nodes;
 	CUDA_KERNEL_NODE_PARAMS *kp; /* kernel nodes' parameters as captured (function, context;
 	                                shape and parameters are each patch's own) */
+	size_t mem;                  /* device memory its instantiation took (free memory before
+	                                less after: an estimate, other allocations may interleave) */
 };
+
+/* Device memory the instantiated graphs hold now, and at most (cg_backend_graph_memory). */
+static _Atomic uint64_t graph_mem, graph_mem_peak;
 
 static int fail(CUresult r, const char **detail)
 {
@@ -125,8 +130,32 @@ static int be_eager(void *be, void *stream, const struct cg_op *op, const char *
 }
 
 /* --- chunk graphs -------------------------------------------------------------------------- */
+static size_t free_memory(void)
+{
+	size_t free = 0, total = 0;
+	if (!CG_REAL(cuMemGetInfo_v2) || CG_REAL(cuMemGetInfo_v2)(&free, &total) != CUDA_SUCCESS)
+		return 0;
+	return free;
+}
+
+static void graph_mem_add(struct chunk_graph *g, size_t before)
+{
+	size_t after = free_memory();
+	g->mem = before > after && after ? before - after : 0;
+	uint64_t now = atomic_fetch_add(&graph_mem, g->mem) + g->mem;
+	uint64_t peak = atomic_load(&graph_mem_peak);
+	while (now > peak && !atomic_compare_exchange_weak(&graph_mem_peak, &peak, now)) {}
+}
+
+void cg_backend_graph_memory(uint64_t *now, uint64_t *peak)
+{
+	*now = atomic_load(&graph_mem);
+	*peak = atomic_load(&graph_mem_peak);
+}
+
 static void graph_free(struct chunk_graph *g)
 {
+	atomic_fetch_sub(&graph_mem, g->mem);
 	if (!cg_ctx_dead(g->ctx)) {
 		if (g->exec)
 			CG_REAL(cuGraphExecDestroy)(g->exec);
@@ -190,8 +219,11 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 	for (uint32_t i = 0; r == CUDA_SUCCESS && i < n; i++)
 		if (cg_sig_kind(ops[i].sig) == CG_K_KERNEL)
 			r = CG_REAL(cuGraphKernelNodeGetParams_v2)(g->nodes[i], &g->kp[i]);
+	size_t before = r == CUDA_SUCCESS ? free_memory() : 0;
 	if (r == CUDA_SUCCESS)
 		r = CG_REAL(cuGraphInstantiateWithFlags)(&g->exec, g->graph, 0);
+	if (r == CUDA_SUCCESS && before)
+		graph_mem_add(g, before);
 	cg_backend_leave(in);
 	if (r != CUDA_SUCCESS) {
 		graph_free(g);

@@ -4,6 +4,7 @@
 #define CG_SHIM_CUDA_BACKEND_H
 
 #include <cuda.h>
+#include <stdint.h>
 #include "policy/backend.h"
 
 struct cg_sstate;
@@ -13,5 +14,9 @@ extern const struct cg_backend cg_cuda_backend;
 /* The stream record is going away: release the backend's resources for it (with a per-thread
  * stream's proxy and events, ptds.h). */
 void cg_backend_forget_stream(struct cg_sstate *s);
+
+/* Device memory cugraft's instantiated graphs hold now and held at most (bytes): what the free
+ * memory the driver reports dropped by at each instantiation, an estimate. */
+void cg_backend_graph_memory(uint64_t *now, uint64_t *peak);
 
 #endif

@@ -8,6 +8,7 @@
 #include "audit.h"
 #include "checks.h"
 #include "counts.h"
+#include "cuda_backend.h"
 #include "driver.h"
 #include "events.h"
 #include "floor.h"
@@ -157,6 +158,11 @@ void cg_summary_write(void)
 #undef CG_STAT_RATIO
 	/* a flusher that keeps waking while the program is idle costs a core for nothing */
 	cg_json_uint(&j, "flusher_wakeups", atomic_load(&cg_shim.flusher_wakeups));
+	/* what the graphs take of the device's memory (cuMemGetInfo does not say it is theirs) */
+	uint64_t mem_now, mem_peak;
+	cg_backend_graph_memory(&mem_now, &mem_peak);
+	cg_json_uint(&j, "graph_memory_bytes", mem_now);
+	cg_json_uint(&j, "graph_memory_peak_bytes", mem_peak);
 	struct cg_engine_config costs;
 	cg_engine_config_default(&costs);
 	double saved = cg_engine_launch_saved_us(&costs, (double)st.ops_replayed,
