@@ -47,6 +47,15 @@ extern "C" __global__ void cg_wait_flag(volatile int *flag, int v)
   }
 }
 
+/* Every block waits for flag[0] to reach v: launched with more blocks than fit at once, it holds
+ * every SM until a producer on another stream sets the flag (conf_edges --mode order). */
+extern "C" __global__ void cg_wait_all(volatile int *flag, int v)
+{
+  if (threadIdx.x == 0)
+    while (flag[0] < v) {}
+  __syncthreads();
+}
+
 struct cg_big { unsigned long long v[64]; };
 
 extern "C" __global__ void cg_big_arg(cg_big s, unsigned long long *out)

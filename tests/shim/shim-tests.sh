@@ -515,6 +515,99 @@ conf-events|conf-hostfunc|conf-uploads|conf-shapes|conf-legacy) # one hazard eac
       fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
   esac
   ;;
+edges-memop) # memsets and device copies the driver refuses from iteration 35 on (misaligned, past
+  # the end, from a freed buffer, past the end of the destination): each call returns what it
+  # returns eagerly, nothing is deferred that the driver refused, the buffers come out the same
+  for bad in misaligned past-end freed-src copy-past-end; do
+    eager "e-$bad" "$progs/conf_edges" --mode memop --bad "$bad"
+    shim "s-$bad" "$progs/conf_edges" --mode memop --bad "$bad"
+    same_result "e-$bad" "s-$bad"
+    cmp -s "$tmp/e-$bad.out" "$tmp/s-$bad.out" ||
+      fail "$bad: the program saw other results: $(diff "$tmp/e-$bad.out" "$tmp/s-$bad.out" | head -4 | tr '\n' ' ')"
+    grep -q '^rc 35 ' "$tmp/e-$bad.out" || fail "$bad: the fake accepted the bad call eagerly"
+    [ "$(summary "$tmp/s-$bad.jsonl" fallbacks.memop_range)" -gt 0 ] || fail "$bad: no memop_range fallback"
+    [ "$(summary "$tmp/s-$bad.jsonl" graph_launches)" -gt 0 ] || fail "$bad: nothing replayed before iteration 35"
+  done
+  ;;
+deferred-error) # deferred work whose eager submission fails (its graph's memset node refused, then
+  # the memset itself): the error reaches the program at its next sync, never silence. The
+  # fake's 3rd cuMemsetD32Async is the first eager submission of a deferred one (the 1st is the
+  # program's own, the 2nd the graph's capture) as of this commit's learning.
+  FAKECUDA_FAIL="cuGraphExecMemsetNodeSetParams:1+=1,cuMemsetD32Async:3=1" \
+    shim s "$progs/conf_edges" --mode memop --at 1000
+  [ "$(cat "$tmp/s.rc")" = 0 ] || fail "exited $(cat "$tmp/s.rc"): $(tail -2 "$tmp/s.err")"
+  [ "$(grep -c '^rc' "$tmp/s.out")" = 1 ] && grep -q '^rc [0-9]* cuStreamSynchronize 1$' "$tmp/s.out" ||
+    fail "the failed deferred memset was not returned by one sync: $(grep '^rc' "$tmp/s.out" | head -3 | tr '\n' ' ')"
+  grep -q 'deferred work failed' "$tmp/s.err" || fail "nothing said on stderr"
+  ;;
+edges-order) # a producer on one stream sets a flag that a consumer on another spins on: submitted
+  # in the program's order (the producer's deferred work first) it finishes; deferred both, or
+  # the consumer forwarded as it came (CUGRAFT_SCOPE leaves it out)
+  eager e "$progs/conf_edges" --mode order
+  for sc in kernels,memops kernels,memops,-cg_wait_all; do
+    CUGRAFT_SCOPE=$sc shim "s$sc" "$progs/conf_edges" --mode order
+    [ "$(cat "$tmp/s$sc.rc")" != 124 ] || fail "scope $sc: the program hung (consumer submitted before its producer)"
+    same_result e "s$sc"
+  done
+  [ "$(summary "$tmp/skernels,memops.jsonl" graph_launches)" -gt 0 ] || fail "nothing replayed"
+  ;;
+edges-blocking) # CUDA_LAUNCH_BLOCKING=1: every launch has completed when it returns, so a host
+  # reading mapped memory right after it sees its write; cugraft defers nothing then, and says so
+  eager e "$progs/conf_edges" --mode blocking
+  CUDA_LAUNCH_BLOCKING=1 shim s "$progs/conf_edges" --mode blocking
+  shim d "$progs/conf_edges" --mode blocking
+  same_result e s
+  [ "$(field stale "$tmp/e.out")" = 0 ] || fail "eager read $(field stale "$tmp/e.out") stale values"
+  [ "$(field stale "$tmp/s.out")" = 0 ] || fail "with CUDA_LAUNCH_BLOCKING=1, $(field stale "$tmp/s.out") stale reads"
+  [ "$(field stale "$tmp/d.out")" -gt 0 ] || fail "deferred launches were never read stale: the test shows nothing"
+  grep -q '"startup_checks":\["CUDA_LAUNCH_BLOCKING' "$tmp/s.jsonl" || fail "the report header does not say it"
+  grep -q 'CUDA_LAUNCH_BLOCKING' "$tmp/s.err" || fail "stderr does not say it"
+  ;;
+chain-segv|chain-term) # the program's own crash handler, installed after cugraft's, chains to it:
+  # one signal record, and the death (status) the program has without cugraft
+  case ${CG_SANITIZER_RT:-}:$case_name in *lib?san*:chain-segv)
+    echo "skipped: the sanitizer runtime handles SIGSEGV"; exit 77 ;; esac
+  eager e "$progs/conf_chain" --signal "${case_name#chain-}"
+  shim s "$progs/conf_chain" --signal "${case_name#chain-}"
+  want=$([ "$case_name" = chain-segv ] && echo 139 || echo 143)
+  for r in e s; do [ "$(cat "$tmp/$r.rc")" = "$want" ] || fail "$r exited $(cat "$tmp/$r.rc"), want $want"; done
+  [ "$(grep -c '"event":"signal"' "$tmp/s.jsonl")" = 1 ] ||
+    fail "$(grep -c '"event":"signal"' "$tmp/s.jsonl") signal records, want 1"
+  [ "$(grep -c 'crash reporter called' "$tmp/s.err")" = 1 ] || fail "the program's handler ran $(grep -c 'crash reporter called' "$tmp/s.err") times"
+  cmp -s "$tmp/e.out" "$tmp/s.out" || fail "the program printed something else"
+  ;;
+option-ends) # both ends of every integer option's range (shim/options.def), on programs with a
+  # launch of an unproven shape (alike), every launch form (fourway) and changing shapes
+  # (conf_shapes): the same results as eager
+  def=$(dirname "$0")/../../shim/options.def
+  ends=$(awk -F, '/^X\(/ && $3 ~ /INT/ { gsub(/[" ]/, "", $2); gsub(/ /, "", $5); gsub(/ /, "", $6);
+                   print $2 "=" $5; print $2 "=" $6 }' "$def")
+  [ -n "$ends" ] || fail "no integer option found in $def"
+  for p in alike "fourway --iters 12" conf_shapes; do
+    eager "e-${p%% *}" $progs/$p
+    for kv in $ends; do
+      (export "$kv"; shim "s-${p%% *}-$kv" $progs/$p)
+      same_result "e-${p%% *}" "s-${p%% *}-$kv"
+    done
+  done
+  ;;
+dlsym-absent) # a process that has not loaded libcuda looks driver functions up with
+  # RTLD_DEFAULT (to learn whether CUDA is there): the answers cugraft's exports would give are
+  # not given; once the program loads libcuda, they are
+  eager e "$progs/dlprobe"
+  shim s "$progs/dlprobe"
+  same_result e s
+  cmp -s "$tmp/e.out" "$tmp/s.out" || fail "answers differ: $(diff "$tmp/e.out" "$tmp/s.out" | head -4 | tr '\n' ' ')"
+  grep -q '^before 0$' "$tmp/s.out" || fail "a driver function was found before libcuda was loaded"
+  ;;
+graph-memory) # the device memory graphs hold (the fake takes 64 KiB and 256 bytes a node from
+  # what cuMemGetInfo reports free, per instantiated graph) is in the summary
+  shim s "$progs/fourway" --iters 40
+  built=$(summary "$tmp/s.jsonl" graphs_built)
+  [ "$built" -gt 0 ] || fail "no graph built"
+  peak=$(summary "$tmp/s.jsonl" graph_memory_peak_bytes)
+  [ "$peak" -ge 65536 ] || fail "graph_memory_peak_bytes $peak with $built graphs built"
+  ;;
 alike) # two chunks of a step that begin with the same kernel, the first step's first launch of
   # an unproven shape: each chunk is learned at its first sighting, and its second, held as it
   # comes for whichever of the two chunks was learned last, runs as its graph: every op from the
