@@ -249,6 +249,37 @@ static void test_scope(void **state)
 	assert_int_equal(cg_scope_parse(longpat, &sc, &why), -EINVAL);
 }
 
+/* Every integer option takes both ends of its documented range as given, and a value beyond
+ * an end is clamped in the table, with a warning naming the value used: what the header and
+ * the log show is what the engine uses. CUGRAFT_CHUNK's end is the engine's largest chunk. */
+static void test_int_ranges(void **state)
+{
+	char err[4096], text[32];
+	for (int o = 0; o < CG_OPT_COUNT; o++) {
+		const struct cg_opt_info *in = cg_opt_info((enum cg_opt)o);
+		if (in->kind != CG_OPT_KIND_INT)
+			continue;
+		const long long ends[] = { in->min, in->max };
+		for (size_t e = 0; e < 2; e++) {
+			snprintf(text, sizeof text, "%lld", ends[e]);
+			setenv(in->name, text, 1);
+			reload_capture(err, sizeof err);
+			assert_int_equal(cg_opt_int((enum cg_opt)o), ends[e]);
+			assert_string_equal(err, "");
+		}
+		unsetenv(in->name);
+	}
+	setenv("CUGRAFT_CHUNK", "100000", 1);
+	reload_capture(err, sizeof err);
+	assert_int_equal(cg_opt_int(CG_OPT_CHUNK), 65536);
+	assert_non_null(strstr(err, "CUGRAFT_CHUNK=100000 is outside [1, 65536]; using 65536"));
+	setenv("CUGRAFT_CHUNK", "1", 1);
+	reload_capture(err, sizeof err);
+	assert_int_equal(cg_opt_int(CG_OPT_CHUNK), 1);
+	unsetenv("CUGRAFT_CHUNK");
+	cg_options_reload();
+}
+
 /* Runs fn with stderr captured into buf. */
 static void capture(void (*fn)(void), char *buf, size_t size)
 {
@@ -325,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_options_json),
 		cmocka_unit_test(test_scope),
+		cmocka_unit_test(test_int_ranges),
 		cmocka_unit_test(test_log),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
