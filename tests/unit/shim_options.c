@@ -280,6 +280,29 @@ static void test_int_ranges(void **state)
 	cg_options_reload();
 }
 
+/* Stream ids are decimal or 0x hex, as documented: a leading 0 is not octal. */
+static void test_scope_streams_base(void **state)
+{
+	struct cg_scope sc;
+	const char *why = NULL;
+	assert_int_equal(cg_scope_parse("streams=010|09|0x1f|0", &sc, &why), 0);
+	assert_int_equal(sc.n_streams, 4);
+	assert_int_equal(sc.streams[0], 10);
+	assert_int_equal(sc.streams[1], 9);
+	assert_int_equal(sc.streams[2], 31);
+	assert_int_equal(sc.streams[3], 0);
+	assert_false(cg_scope_match_stream(&sc, 8));
+	static const char *const bad[] = { "streams=0x", "streams=0xg", "streams=1a", "streams=0b1",
+	                                   "streams=-1", "streams=18446744073709551616" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		why = NULL;
+		assert_int_equal(cg_scope_parse(bad[i], &sc, &why), -EINVAL);
+		assert_non_null(why);
+	}
+	assert_int_equal(cg_scope_parse("streams=1a", &sc, &why), -EINVAL);
+	assert_non_null(strstr(why, "decimal or 0x hex"));
+}
+
 /* Runs fn with stderr captured into buf. */
 static void capture(void (*fn)(void), char *buf, size_t size)
 {
@@ -357,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_options_json),
 		cmocka_unit_test(test_scope),
 		cmocka_unit_test(test_int_ranges),
+		cmocka_unit_test(test_scope_streams_base),
 		cmocka_unit_test(test_log),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
