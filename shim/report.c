@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,12 +118,13 @@ static int cg_report_open_std(int std, const char **why)
 }
 
 /* Any other path: a regular file or a FIFO that this user owns, never through a symbolic link
- * (with %p in a shared directory such as /tmp, a planted link would make the job append to, or
- * create, a file of the attacker's choice). Created 0644 (less the umask). */
+ * nor a second hard link (with %p in a shared directory such as /tmp, a planted link would make
+ * the job append to, or create, a file of the attacker's choice). Created 0644 (less the umask). */
 static int cg_report_open_path(const char *path, const char **why)
 {
 	static const char link_why[] = "it is a symbolic link (refused: name the file itself)";
 	static const char kind_why[] = "not a regular file or FIFO";
+	static char hard_why[96];
 	struct stat st;
 	/* Refused before opening: opening a device can act (a tape rewinds, a watchdog arms). */
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
@@ -141,9 +143,20 @@ static int cg_report_open_path(const char *path, const char **why)
 		*why = errno == ELOOP ? link_why : errno == ENXIO ? "a FIFO that nobody reads" : strerror(errno);
 		return -1;
 	}
-	*why = fstat(fd, &st) != 0 ? strerror(errno) :
-	       !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) ? kind_why :
-	       !created && st.st_uid != geteuid() ? "it belongs to another user (refused: it could be planted)" : NULL;
+	/* Checked on the open file: a link made between lstat and open is caught too. */
+	if (fstat(fd, &st) != 0) {
+		*why = strerror(errno);
+	} else if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+		*why = kind_why;
+	} else if (st.st_nlink > 1) {
+		snprintf(hard_why, sizeof hard_why,
+		         "it has %ju hard links (refused: it could be planted; name a file with one)",
+		         (uintmax_t)st.st_nlink);
+		*why = hard_why;
+	} else {
+		*why = !created && st.st_uid != geteuid() ?
+		       "it belongs to another user (refused: it could be planted)" : NULL;
+	}
 	if (*why != NULL) {
 		close(fd);
 		return -1;
