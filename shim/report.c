@@ -434,7 +434,10 @@ static void cg_report_human(const char *line)
 		who, ops, replayed, cg_member_num(line, "graph_launches"),
 		ops > 0 ? 100.0 * replayed / ops : 0.0, cg_member_num(line, "ops_eager"),
 		cg_member_num(line, "host_time_saved_us") / 1000.0);
-	if (cg_report_fd >= 0)
+	if (cg_report_fd >= 0 && atomic_load(&cg_report_broken))
+		len = cg_append(buf, len, sizeof buf, "; report: %s (incomplete: a write failed, later records are missing)",
+		                cg_report_file);
+	else if (cg_report_fd >= 0)
 		len = cg_append(buf, len, sizeof buf, "; report: %s", cg_report_file);
 	len = cg_append(buf, len, sizeof buf, "\n");
 	const char *fb = cg_find_member(line, "fallbacks");
