@@ -37,21 +37,34 @@ static struct cg_limit_slot cg_limits[CG_REPORT_LIMIT_SLOTS];
 static unsigned long long cg_limits_overflow;
 static pthread_mutex_t cg_limits_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *cg_rank_env(void)
+/* The launcher's rank variable that is set, or NULL; its name in *var. */
+static const char *cg_rank_env(const char **var)
 {
 	static const char *const vars[] = { "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID" };
 	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
 		const char *v = getenv(vars[i]);
-		if (v != NULL && *v != '\0')
+		if (v != NULL && *v != '\0') {
+			*var = vars[i];
 			return v;
+		}
 	}
 	return NULL;
 }
 
 long cg_report_rank(void)
 {
-	const char *v = cg_rank_env();
-	return v ? strtol(v, NULL, 10) : 0;
+	const char *var, *v = cg_rank_env(&var);
+	if (v == NULL)
+		return 0;
+	char *end;
+	errno = 0;
+	long rank = strtol(v, &end, 10);
+	if (end == v || *end != '\0' || errno != 0 || rank < 0) {
+		cg_warn_once((uintptr_t)&cg_report_rank, "%s=%s is not a rank (a number from 0); reported as rank 0",
+		             var, v);
+		return 0;
+	}
+	return rank;
 }
 
 int cg_report_expand(const char *pattern, long pid, long rank, char *out, size_t size)
@@ -424,7 +437,8 @@ static size_t cg_append(char *buf, size_t len, size_t size, const char *fmt, ...
 static void cg_report_human(const char *line)
 {
 	char buf[1024], who[48];
-	if (cg_rank_env() != NULL)
+	const char *var;
+	if (cg_rank_env(&var) != NULL)
 		snprintf(who, sizeof who, "cugraft[rank %ld]: ", cg_report_rank());
 	else
 		snprintf(who, sizeof who, "cugraft: ");
