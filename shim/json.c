@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policy/clock.h"
 
@@ -118,6 +119,8 @@ void cg_json_begin(struct cg_json *j, const char *event)
 	cg_json_putc(j, '{');
 	cg_json_str(j, "event", event);
 	cg_json_double(j, "t", cg_json_now());
+	/* Several processes may append to one report: the reader tells them apart by pid. */
+	cg_json_uint(j, "pid", (uint64_t)getpid());
 }
 
 void cg_json_str(struct cg_json *j, const char *key, const char *val)

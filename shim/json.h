@@ -29,6 +29,7 @@ struct cg_json {
 struct cg_json *cg_json_take(void);
 void cg_json_give(struct cg_json *j);
 
+/* Opens a record: {"event":EVENT,"t":seconds,"pid":this process, ... */
 void cg_json_begin(struct cg_json *j, const char *event);
 void cg_json_str(struct cg_json *j, const char *key, const char *val);   /* NULL -> null */
 void cg_json_int(struct cg_json *j, const char *key, long long val);

@@ -94,20 +94,43 @@ static bool cg_scope_flag(struct cg_scope *sc, const char *word, bool on)
 	return true;
 }
 
+/* One stream id: decimal or 0x hex, as documented (strtoull's base 0 would read 010 as octal
+ * and refuse 09). Returns the end, or NULL. */
+static const char *cg_scope_stream_id(const char *p, uint64_t *out)
+{
+	int base = 10;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		base = 16, p += 2;
+	uint64_t v = 0;
+	const char *start = p;
+	for (;; p++) {
+		unsigned d = *p >= '0' && *p <= '9' ? (unsigned)(*p - '0') :
+		             base == 16 && *p >= 'a' && *p <= 'f' ? (unsigned)(*p - 'a' + 10) :
+		             base == 16 && *p >= 'A' && *p <= 'F' ? (unsigned)(*p - 'A' + 10) : 99;
+		if (d == 99)
+			break;
+		if (__builtin_mul_overflow(v, (uint64_t)base, &v) || __builtin_add_overflow(v, d, &v))
+			return NULL;
+	}
+	*out = v;
+	return p == start ? NULL : p;
+}
+
 static int cg_scope_streams(struct cg_scope *sc, const char *list, const char **why)
 {
+	static const char ids_why[] = "streams= wants ids (decimal or 0x hex, up to 2^64-1) separated by |";
 	const char *p = list;
 	while (true) {
-		char *end;
-		if (*p < '0' || *p > '9') { *why = "streams= wants ids separated by |"; return -EINVAL; }
-		errno = 0;
-		unsigned long long id = strtoull(p, &end, 0);
-		if (errno != 0) { *why = "stream id out of range"; return -EINVAL; }
+		uint64_t id;
+		const char *end = cg_scope_stream_id(p, &id);
+		if (end == NULL || (*end != '\0' && *end != ',' && *end != '|')) {
+			*why = ids_why;
+			return -EINVAL;
+		}
 		if (sc->n_streams == CG_SCOPE_MAX_STREAMS) { *why = "more than 16 stream ids"; return -EINVAL; }
 		sc->streams[sc->n_streams++] = id;
 		if (*end == '\0' || *end == ',')
 			return (int)(end - list);
-		if (*end != '|') { *why = "streams= wants ids separated by |"; return -EINVAL; }
 		p = end + 1;
 	}
 }

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,21 +37,34 @@ static struct cg_limit_slot cg_limits[CG_REPORT_LIMIT_SLOTS];
 static unsigned long long cg_limits_overflow;
 static pthread_mutex_t cg_limits_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *cg_rank_env(void)
+/* The launcher's rank variable that is set, or NULL; its name in *var. */
+static const char *cg_rank_env(const char **var)
 {
 	static const char *const vars[] = { "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID" };
 	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
 		const char *v = getenv(vars[i]);
-		if (v != NULL && *v != '\0')
+		if (v != NULL && *v != '\0') {
+			*var = vars[i];
 			return v;
+		}
 	}
 	return NULL;
 }
 
 long cg_report_rank(void)
 {
-	const char *v = cg_rank_env();
-	return v ? strtol(v, NULL, 10) : 0;
+	const char *var, *v = cg_rank_env(&var);
+	if (v == NULL)
+		return 0;
+	char *end;
+	errno = 0;
+	long rank = strtol(v, &end, 10);
+	if (end == v || *end != '\0' || errno != 0 || rank < 0) {
+		cg_warn_once((uintptr_t)&cg_report_rank, "%s=%s is not a rank (a number from 0); reported as rank 0",
+		             var, v);
+		return 0;
+	}
+	return rank;
 }
 
 int cg_report_expand(const char *pattern, long pid, long rank, char *out, size_t size)
@@ -117,12 +131,13 @@ static int cg_report_open_std(int std, const char **why)
 }
 
 /* Any other path: a regular file or a FIFO that this user owns, never through a symbolic link
- * (with %p in a shared directory such as /tmp, a planted link would make the job append to, or
- * create, a file of the attacker's choice). Created 0644 (less the umask). */
+ * nor a second hard link (with %p in a shared directory such as /tmp, a planted link would make
+ * the job append to, or create, a file of the attacker's choice). Created 0644 (less the umask). */
 static int cg_report_open_path(const char *path, const char **why)
 {
 	static const char link_why[] = "it is a symbolic link (refused: name the file itself)";
 	static const char kind_why[] = "not a regular file or FIFO";
+	static char hard_why[96];
 	struct stat st;
 	/* Refused before opening: opening a device can act (a tape rewinds, a watchdog arms). */
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
@@ -141,9 +156,20 @@ static int cg_report_open_path(const char *path, const char **why)
 		*why = errno == ELOOP ? link_why : errno == ENXIO ? "a FIFO that nobody reads" : strerror(errno);
 		return -1;
 	}
-	*why = fstat(fd, &st) != 0 ? strerror(errno) :
-	       !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) ? kind_why :
-	       !created && st.st_uid != geteuid() ? "it belongs to another user (refused: it could be planted)" : NULL;
+	/* Checked on the open file: a link made between lstat and open is caught too. */
+	if (fstat(fd, &st) != 0) {
+		*why = strerror(errno);
+	} else if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+		*why = kind_why;
+	} else if (st.st_nlink > 1) {
+		snprintf(hard_why, sizeof hard_why,
+		         "it has %ju hard links (refused: it could be planted; name a file with one)",
+		         (uintmax_t)st.st_nlink);
+		*why = hard_why;
+	} else {
+		*why = !created && st.st_uid != geteuid() ?
+		       "it belongs to another user (refused: it could be planted)" : NULL;
+	}
 	if (*why != NULL) {
 		close(fd);
 		return -1;
@@ -411,7 +437,8 @@ static size_t cg_append(char *buf, size_t len, size_t size, const char *fmt, ...
 static void cg_report_human(const char *line)
 {
 	char buf[1024], who[48];
-	if (cg_rank_env() != NULL)
+	const char *var;
+	if (cg_rank_env(&var) != NULL)
 		snprintf(who, sizeof who, "cugraft[rank %ld]: ", cg_report_rank());
 	else
 		snprintf(who, sizeof who, "cugraft: ");
@@ -421,7 +448,10 @@ static void cg_report_human(const char *line)
 		who, ops, replayed, cg_member_num(line, "graph_launches"),
 		ops > 0 ? 100.0 * replayed / ops : 0.0, cg_member_num(line, "ops_eager"),
 		cg_member_num(line, "host_time_saved_us") / 1000.0);
-	if (cg_report_fd >= 0)
+	if (cg_report_fd >= 0 && atomic_load(&cg_report_broken))
+		len = cg_append(buf, len, sizeof buf, "; report: %s (incomplete: a write failed, later records are missing)",
+		                cg_report_file);
+	else if (cg_report_fd >= 0)
 		len = cg_append(buf, len, sizeof buf, "; report: %s", cg_report_file);
 	len = cg_append(buf, len, sizeof buf, "\n");
 	const char *fb = cg_find_member(line, "fallbacks");

@@ -35,7 +35,6 @@ void cg_summary_header(void)
 	struct cg_json *j = cg_json_take();
 	cg_json_begin(j, "header");
 	cg_json_str(j, "version", CG_VERSION);
-	cg_json_uint(j, "pid", (uint64_t)getpid());
 	cg_json_int(j, "rank", cg_report_rank());
 	cg_options_json(j);
 	int v = 0;

@@ -171,7 +171,7 @@ int cg_cmd_demo(int argc, char **argv)
 	struct cg_rfile f;
 	struct cg_merged m = { 0 };
 	if (access(path, F_OK) == 0 && cg_rfile_load(&f, path)) {
-		cg_merged_add(&m, &f);
+		cg_merged_add_file(&m, &f);
 		cg_rfile_free(&f);
 		printf("  report     graph_launches %.0f · ops_replayed %.0f · ops_eager %.0f\n",
 		       cg_merged_total(&m, "graph_launches", 0), cg_merged_total(&m, "ops_replayed", 0),

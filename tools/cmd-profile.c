@@ -47,7 +47,7 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 /* Whether a process's report shows CUDA work: ops or boundaries. A process can reach the
  * driver and do nothing with it (PyTorch's compile workers look CUDA up); it writes a summary
  * of zeros. A report without a summary has fallback records, hence ops. */
-static bool cg_profile_worked(const struct cg_rfile *f)
+static bool cg_profile_worked(const struct cg_rproc *f)
 {
 	if (f->summary == NULL)
 		return f->n_fallbacks > 0;
@@ -71,18 +71,20 @@ static void cg_profile_collect(const char *dir, struct cg_merged *m, struct cg_p
 		char path[4096 + 2 + sizeof e->d_name];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		struct cg_rfile f;
-		if (cg_rfile_load(&f, path)) {
-			if (f.summary != NULL || f.n_fallbacks > 0)
-				cg_merged_add(m, &f);
-			*worked += cg_profile_worked(&f);
+		bool loaded = cg_rfile_load(&f, path);
+		for (size_t i = 0; loaded && i < f.n_procs; i++) {
+			const struct cg_rproc *proc = &f.procs[i];
+			if (proc->summary != NULL || proc->n_fallbacks > 0)
+				cg_merged_add(m, proc);
+			*worked += cg_profile_worked(proc);
 			struct cg_profile p = { 0 };
-			if (f.summary != NULL)
-				cg_profile_read(&p, f.summary);
+			if (proc->summary != NULL)
+				cg_profile_read(&p, proc->summary);
 			if (p.found && (profiles++ == 0 || p.launch_calls + p.graph_launched >
 			                                      best->launch_calls + best->graph_launched))
 				*best = p;
-			cg_rfile_free(&f);
 		}
+		cg_rfile_free(&f);
 		unlink(path);
 	}
 	if (d)
@@ -155,15 +157,15 @@ static void cg_profile_graphs(char *buf, size_t len, const struct cg_profile *p,
 static void cg_profile_print(const struct cg_merged *m, const struct cg_profile *p, size_t worked)
 {
 	printf("cugraft profile (record-only: nothing was deferred or graphed)\n");
-	if (m->files == 0 || m->partial == m->files) {
+	if (m->processes == 0 || m->partial == m->processes) {
 		printf("  no summary was written: the program did not use CUDA, or did not exit normally\n");
 		return;
 	}
 	double launches = cg_merged_total(m, "launches", 0), ops = cg_merged_total(m, "ops", 0);
 	printf("  processes with CUDA work   %zu%s", worked,
 	       worked > 1 ? " (per-iteration figures: the one that launched most)" : "");
-	if (m->files > worked)
-		printf(" (and %zu that reached the driver and did no work)", m->files - worked);
+	if (m->processes > worked)
+		printf(" (and %zu that reached the driver and did no work)", m->processes - worked);
 	printf("\n");
 	printf("  ops / launches             %.0f / %.0f\n", ops, launches);
 	double per_iter = 0;

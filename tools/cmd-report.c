@@ -1,8 +1,10 @@
 /* `cugraft report FILE... [--json]`: renders reports as a summary a person reads in 30 s: per
- * file (rank) the device and non-default options, the share replayed from graphs, the host time
- * saved, the fallback reasons by count with the first occurrence of each (api, kernel, stream,
- * backtrace, hint), the collectives votes that did not agree; then the merged totals and whether
- * every rank fell back at the same votes. Bad lines are named (file:line) and skipped. */
+ * process (rank; processes that shared a report path are told apart in their file) the device
+ * and non-default options, the share replayed from graphs, the host time saved, the fallback
+ * reasons by count with the first occurrence of each (api, kernel, stream, backtrace, hint), the
+ * collectives votes that did not agree; then the merged totals and whether every rank fell back
+ * at the same votes. Bad lines are named (file:line) and skipped; a file that is no report
+ * (a directory, empty, without records, a line beyond the limit) is named and exits 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,13 +42,17 @@ static void cg_option_text(const struct jv *v, char *buf, size_t size)
 		snprintf(buf, size, "?");
 }
 
-static void cg_print_header(const struct cg_rfile *f, size_t index)
+/* "== PATH (rank R, pid P)"; "PATH, process K of N" when processes shared the file. */
+static void cg_print_header(const struct cg_rproc *f, size_t index, size_t k, size_t n)
 {
 	const struct jv *h = f->header;
 	double rank = jv_num(jv_get(h, "rank"), (double)index);
-	printf("== %s (rank %.0f", f->path, rank);
-	if (jv_get(h, "pid"))
-		printf(", pid %.0f", jv_num(jv_get(h, "pid"), 0));
+	printf("== %s", f->path);
+	if (n > 1)
+		printf(", process %zu of %zu", k + 1, n);
+	printf(" (rank %.0f", rank);
+	if (f->pid >= 0)
+		printf(", pid %.0f", f->pid);
 	printf(")\n");
 	if (h == NULL) {
 		printf("  (no header record)\n");
@@ -107,7 +113,7 @@ static void cg_print_counts(const char *label, const struct cg_counts *c)
 }
 
 /* A process killed by a signal wrote no summary, but a "signal" record (shim/summary.c). */
-static void cg_print_ending(const struct cg_rfile *f)
+static void cg_print_ending(const struct cg_rproc *f)
 {
 	for (size_t i = 0; i < f->n_others; i++) {
 		const char *event = jv_str(jv_get(f->others[i], "event"));
@@ -124,7 +130,7 @@ static void cg_print_ending(const struct cg_rfile *f)
 /* The collectives scope (shim/VOTE.md): collectives launched from graphs and the votes held. */
 /* The deferral controller (the summary's control): whether this process defers, and the
  * figures of the measurement that decided it. */
-static void cg_print_control(const struct cg_rfile *f)
+static void cg_print_control(const struct cg_rproc *f)
 {
 	const struct jv *c = f->summary ? jv_get(f->summary, "control") : NULL;
 	if (!c || c->type != JV_OBJ)
@@ -188,7 +194,7 @@ static bool cg_is_vote(const struct jv *e)
 
 /* Collectives-scope votes that did not agree, or failed, on this rank (the shim records the
  * first 8 of each reason); every rank sees the same result, so each rank's report lists them. */
-static void cg_print_votes(const struct cg_rfile *f)
+static void cg_print_votes(const struct cg_rproc *f)
 {
 	bool hinted = false;
 	for (size_t i = 0; i < f->n_others; i++) {
@@ -214,7 +220,7 @@ static void cg_print_votes(const struct cg_rfile *f)
 }
 
 /* The votes one file recorded as not agreed, as "comm:vote" words in file order. */
-static void cg_vote_list(const struct cg_rfile *f, char *buf, size_t size)
+static void cg_vote_list(const struct cg_rproc *f, char *buf, size_t size)
 {
 	size_t used = 0;
 	buf[0] = '\0';
@@ -271,7 +277,9 @@ static void cg_print_sites(const struct cg_merged *m)
 static void cg_print_totals(const struct cg_merged *m)
 {
 	double ops = cg_merged_total(m, "ops", -1);
-	if (ops < 0) {
+	if (ops < 0 && m->mistyped != NULL) {
+		printf("  replayed   unknown: the summary's \"%s\" is not a number\n", m->mistyped);
+	} else if (ops < 0) {
 		printf("  replayed   unknown: no summary record (the process did not exit normally?)\n");
 	} else {
 		double replayed = cg_merged_total(m, "ops_replayed", 0);
@@ -318,7 +326,7 @@ static void cg_print_versions(const struct cg_merged *m)
 }
 
 /* The first fallback record of each reason, in the order they happened. */
-static void cg_print_firsts(const struct cg_rfile *f)
+static void cg_print_firsts(const struct cg_rproc *f)
 {
 	struct cg_counts seen = { 0 };
 	for (size_t i = 0; i < f->n_fallbacks; i++) {
@@ -379,7 +387,7 @@ static void cg_print_firsts(const struct cg_rfile *f)
 
 /* Chunks the cost gate or their exposure to a wait kept eager, with the times that decided
  * (the first few: one line each). */
-static void cg_print_disabled(const struct cg_rfile *f)
+static void cg_print_disabled(const struct cg_rproc *f)
 {
 	int shown = 0;
 	for (size_t i = 0; i < f->n_others && shown < 5; i++) {
@@ -402,6 +410,27 @@ static void cg_print_disabled(const struct cg_rfile *f)
 	}
 }
 
+/* The text rendering of one process. */
+static void cg_print_process(const struct cg_rproc *p, size_t index, size_t k, size_t n)
+{
+	struct cg_merged one = { 0 };
+	cg_merged_add(&one, p);
+	cg_print_header(p, index, k, n);
+	cg_print_ending(p);
+	cg_print_totals(&one);
+	cg_print_control(p);
+	cg_print_firsts(p);
+	cg_print_disabled(p);
+	cg_print_votes(p);
+	double more = 0;
+	for (size_t i = 0; i < p->n_suppressed; i++)
+		more += jv_num(jv_get(p->suppressed[i], "count"), 0);
+	if (more > 0)
+		printf("  (%.0f further records of these kinds were suppressed; counts above include them)\n", more);
+	cg_merged_free(&one);
+	printf("\n");
+}
+
 int cg_cmd_report(int argc, char **argv)
 {
 	bool json = false;
@@ -411,9 +440,11 @@ int cg_cmd_report(int argc, char **argv)
 			json = true;
 		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			printf("usage: cugraft report FILE... [--json]\n"
-			       "Renders cugraft report files; several files (ranks) are also merged.\n"
+			       "Renders cugraft report files; several files (ranks), or several processes\n"
+			       "that wrote to one file, are also merged.\n"
 			       "--json prints the merged summary as one JSON object.\n"
-			       "Exit status 1 when a line could not be read (each is named on stderr).\n");
+			       "Exit status 1 when a line could not be read (each is named on stderr), or a\n"
+			       "file is not a report: a directory, empty, or without cugraft records.\n");
 			return 0;
 		} else
 			n_files++;
@@ -424,13 +455,9 @@ int cg_cmd_report(int argc, char **argv)
 	}
 	struct cg_merged all = { 0 };
 	int status = 0;
-	size_t index = 0;
-	char (*votes)[256] = calloc((size_t)n_files, sizeof(*votes));
-	double *ranks = calloc((size_t)n_files, sizeof(*ranks));
-	if (!votes || !ranks) {
-		fprintf(stderr, "cugraft report: out of memory\n");
-		return 1;
-	}
+	size_t index = 0;   /* processes so far, over every file */
+	char (*votes)[256] = NULL;
+	double *ranks = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			continue;
@@ -441,34 +468,26 @@ int cg_cmd_report(int argc, char **argv)
 		}
 		if (f.bad_lines > 0)
 			status = 1;
-		cg_merged_add(&all, &f);
-		cg_vote_list(&f, votes[index], sizeof(votes[index]));
-		ranks[index] = jv_num(jv_get(f.header, "rank"), (double)index);
-		if (!json) {
-			struct cg_merged one = { 0 };
-			cg_merged_add(&one, &f);
-			cg_print_header(&f, index);
-			cg_print_ending(&f);
-			cg_print_totals(&one);
-			cg_print_control(&f);
-			cg_print_firsts(&f);
-			cg_print_disabled(&f);
-			cg_print_votes(&f);
-			double more = 0;
-			for (size_t k = 0; k < f.n_suppressed; k++)
-				more += jv_num(jv_get(f.suppressed[k], "count"), 0);
-			if (more > 0)
-				printf("  (%.0f further records of these kinds were suppressed; counts above include them)\n", more);
-			cg_merged_free(&one);
-			printf("\n");
+		cg_merged_add_file(&all, &f);
+		votes = realloc(votes, (index + f.n_procs) * sizeof(*votes));
+		ranks = realloc(ranks, (index + f.n_procs) * sizeof(*ranks));
+		if (!votes || !ranks) {
+			fprintf(stderr, "cugraft report: out of memory\n");
+			return 1;
 		}
-		index++;
+		for (size_t k = 0; k < f.n_procs; k++, index++) {
+			cg_vote_list(&f.procs[k], votes[index], sizeof(votes[index]));
+			ranks[index] = jv_num(jv_get(f.procs[k].header, "rank"), (double)index);
+			if (!json)
+				cg_print_process(&f.procs[k], index, k, f.n_procs);
+		}
 		cg_rfile_free(&f);
 	}
 	if (json) {
 		cg_merged_json(stdout, &all);
-	} else if (all.files > 1) {
-		printf("== merged: %zu files\n", all.files);
+	} else if (all.processes > 1) {
+		printf("== merged: %zu processes in %zu file%s\n", all.processes, all.files,
+		       all.files == 1 ? "" : "s");
 		cg_print_totals(&all);
 		cg_print_versions(&all);
 		cg_print_vote_agreement(votes, ranks, index);

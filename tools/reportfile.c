@@ -1,5 +1,5 @@
 /* Report loading and merging for the command. A bad line is named on stderr (file:line) and
- * skipped; the rest of the file is still used. */
+ * skipped; the rest of the file is still used. A file's records are separated by process. */
 #include "reportfile.h"
 
 #include <errno.h>
@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 static void *cg_grow(void *p, size_t n, size_t size)
 {
@@ -27,19 +29,153 @@ static void cg_push(struct jv ***list, size_t *n, struct jv *v)
 	(*list)[(*n)++] = v;
 }
 
+/* The longest line read, in bytes. cugraft writes records of at most 16 KiB (CG_JSON_CAP);
+ * merged or hand-made reports stay far below this. Past it a file is not a report (/dev/zero is
+ * one endless line) and reading it stops, in bounded memory. */
+#define CG_RFILE_LINE_MAX (64u << 20)
+
+/* Reads one line, its newline included when there is one, into *buf (NUL bytes kept). Returns
+ * its length; 0 at the end of the file; -1 when it exceeds CG_RFILE_LINE_MAX. */
+static ssize_t cg_read_line(FILE *in, char **buf, size_t *cap)
+{
+	size_t len = 0;
+	int c;
+	while ((c = getc_unlocked(in)) != EOF) {
+		if (len + 2 > *cap) {
+			if (*cap >= CG_RFILE_LINE_MAX)
+				return -1;
+			*cap = *cap ? 2 * *cap : 4096;
+			*buf = cg_grow(*buf, *cap, 1);
+		}
+		(*buf)[len++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (len > 0)
+		(*buf)[len] = '\0';
+	return (ssize_t)len;
+}
+
+/* Summary members that are numbers: the engine's counters (policy/stats.def) and the shim's
+ * own totals the command renders. The name as a static string, or NULL. */
+static const char *cg_number_key(const char *key)
+{
+	static const char *const keys[] = {
+#define CG_STAT(field, key, doc) key,
+#define CG_STAT_RATIO(key, num, den)
+#include "policy/stats.def"
+#undef CG_STAT
+#undef CG_STAT_RATIO
+		"launches", "host_time_saved_us", "ops_in_program_captures", "escaped_launches",
+		"collectives_graphed",
+	};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (keys[i] != NULL && strcmp(keys[i], key) == 0)
+			return keys[i];
+	return NULL;
+}
+
+static const char *cg_type_name(const struct jv *v)
+{
+	static const char *const names[] = { [JV_NULL] = "null", [JV_BOOL] = "a boolean",
+	                                     [JV_NUM] = "a number", [JV_STR] = "a string",
+	                                     [JV_ARR] = "an array", [JV_OBJ] = "an object" };
+	return names[v->type];
+}
+
+/* The first number member of a summary that is not a number, named on stderr; NULL if none. */
+static const char *cg_summary_mistyped(const struct jv *s, const char *path, size_t lineno)
+{
+	const char *first = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		const char *key = cg_number_key(s->keys[i]);
+		if (key == NULL || s->items[i]->type == JV_NUM)
+			continue;
+		fprintf(stderr, "cugraft report: %s:%zu: the summary's \"%s\" is %s, not a number\n", path,
+		        lineno, key, cg_type_name(s->items[i]));
+		if (first == NULL)
+			first = key;
+	}
+	return first;
+}
+
+static struct cg_rproc *cg_proc_new(struct cg_rfile *f, double pid)
+{
+	if ((f->n_procs & (f->n_procs - 1)) == 0)   /* 0, 1, 2, 4, ...: full */
+		f->procs = cg_grow(f->procs, f->n_procs ? 2 * f->n_procs : 1, sizeof *f->procs);
+	struct cg_rproc *p = &f->procs[f->n_procs++];
+	memset(p, 0, sizeof *p);
+	p->path = f->path;
+	p->pid = pid;
+	return p;
+}
+
+static void cg_proc_add(struct cg_rproc *p, const char *event, struct jv *v)
+{
+	if (strcmp(event, "header") == 0 && p->header == NULL)
+		p->header = v;
+	else if (strcmp(event, "summary") == 0) {
+		if (p->summary)
+			cg_push(&p->others, &p->n_others, p->summary);
+		p->summary = v;
+	} else if (strcmp(event, "fallback") == 0)
+		cg_push(&p->fallbacks, &p->n_fallbacks, v);
+	else if (strcmp(event, "suppressed") == 0)
+		cg_push(&p->suppressed, &p->n_suppressed, v);
+	else
+		cg_push(&p->others, &p->n_others, v);
+}
+
+/* The process a record goes to: a header opens one; a record with a pid goes to the last one
+ * opened with that pid (a new one without a header when none was); one without a pid goes to
+ * the last opened (*guessed counts those). by_pid maps a pid's text to its last process + 1. */
+static size_t cg_proc_of(struct cg_rfile *f, struct cg_counts *by_pid, const char *event,
+                         const struct jv *v, size_t *guessed)
+{
+	const struct jv *pv = jv_get(v, "pid");
+	bool header = strcmp(event, "header") == 0;
+	if (pv == NULL || pv->type != JV_NUM) {
+		if (header || f->n_procs == 0)
+			cg_proc_new(f, -1);
+		else
+			(*guessed)++;
+		return f->n_procs - 1;
+	}
+	double pid = pv->num == 0 ? 0 : pv->num;   /* -0 is 0 */
+	char key[40];
+	snprintf(key, sizeof key, "%.17g", pid);
+	size_t i = cg_counts_find(by_pid, key);
+	if (!header && i < by_pid->n)
+		return (size_t)by_pid->counts[i] - 1;
+	cg_proc_new(f, pid);
+	if (i == by_pid->n)
+		cg_counts_add(by_pid, key, 0);
+	by_pid->counts[cg_counts_find(by_pid, key)] = (double)f->n_procs;
+	return f->n_procs - 1;
+}
+
 bool cg_rfile_load(struct cg_rfile *f, const char *path)
 {
 	memset(f, 0, sizeof *f);
 	f->path = path;
 	FILE *in = fopen(path, "r");
-	if (in == NULL) {
+	struct stat st;
+	if (in == NULL || fstat(fileno(in), &st) != 0) {
 		fprintf(stderr, "cugraft report: %s: %s\n", path, strerror(errno));
+		if (in)
+			fclose(in);
+		return false;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "cugraft report: %s: is a directory (name the report files in it)\n", path);
+		fclose(in);
 		return false;
 	}
 	char *line = NULL;
-	size_t cap = 0, lineno = 0;
+	size_t cap = 0, lineno = 0, guessed = 0;
+	struct cg_counts by_pid = { 0 };
 	ssize_t len;
-	while ((len = getline(&line, &cap, in)) > 0) {
+	while ((len = cg_read_line(in, &line, &cap)) > 0) {
 		lineno++;
 		bool ended = line[len - 1] == '\n';
 		char err[160];
@@ -53,37 +189,63 @@ bool cg_rfile_load(struct cg_rfile *f, const char *path)
 			jv_free(v);
 			continue;
 		}
-		if (strcmp(event, "header") == 0 && f->header == NULL)
-			f->header = v;
-		else if (strcmp(event, "summary") == 0) {
-			if (f->summary)
-				cg_push(&f->others, &f->n_others, f->summary);
-			f->summary = v;
-		} else if (strcmp(event, "fallback") == 0)
-			cg_push(&f->fallbacks, &f->n_fallbacks, v);
-		else if (strcmp(event, "suppressed") == 0)
-			cg_push(&f->suppressed, &f->n_suppressed, v);
-		else
-			cg_push(&f->others, &f->n_others, v);
+		f->records++;
+		size_t k = cg_proc_of(f, &by_pid, event, v, &guessed);   /* may move f->procs */
+		struct cg_rproc *p = &f->procs[k];
+		if (strcmp(event, "summary") == 0) {
+			p->mistyped = cg_summary_mistyped(v, path, lineno);
+			f->bad_lines += p->mistyped != NULL;
+		}
+		cg_proc_add(p, event, v);
 	}
 	free(line);
 	fclose(in);
+	cg_counts_free(&by_pid);
+	if (len < 0) {
+		fprintf(stderr, "cugraft report: %s:%zu: a line longer than %u MiB (the limit: cugraft's records "
+		        "are at most 16 KiB); not a report, not read further\n", path, lineno + 1,
+		        CG_RFILE_LINE_MAX >> 20);
+		cg_rfile_free(f);
+		return false;
+	}
+	if (f->records == 0) {
+		if (lineno == 0)
+			fprintf(stderr, "cugraft report: %s: empty: no cugraft records\n", path);
+		else
+			fprintf(stderr, "cugraft report: %s: no cugraft records in %zu line%s\n", path, lineno,
+			        lineno == 1 ? "" : "s");
+		cg_rfile_free(f);
+		return false;
+	}
+	if (guessed > 0 && f->n_procs > 1)
+		fprintf(stderr, "cugraft report: %s: %zu records carry no pid (an older cugraft wrote them) in "
+		        "a file of %zu processes: each is counted with the process whose header precedes "
+		        "it, wrong where the processes ran at the same time\n", path, guessed, f->n_procs);
 	return true;
+}
+
+static void cg_rproc_free(struct cg_rproc *p)
+{
+	jv_free(p->header);
+	jv_free(p->summary);
+	for (size_t i = 0; i < p->n_fallbacks; i++)
+		jv_free(p->fallbacks[i]);
+	for (size_t i = 0; i < p->n_suppressed; i++)
+		jv_free(p->suppressed[i]);
+	for (size_t i = 0; i < p->n_others; i++)
+		jv_free(p->others[i]);
+	free(p->fallbacks);
+	free(p->suppressed);
+	free(p->others);
 }
 
 void cg_rfile_free(struct cg_rfile *f)
 {
-	jv_free(f->header);
-	jv_free(f->summary);
-	for (size_t i = 0; i < f->n_fallbacks; i++)
-		jv_free(f->fallbacks[i]);
-	for (size_t i = 0; i < f->n_suppressed; i++)
-		jv_free(f->suppressed[i]);
-	for (size_t i = 0; i < f->n_others; i++)
-		jv_free(f->others[i]);
-	free(f->fallbacks);
-	free(f->suppressed);
-	free(f->others);
+	for (size_t i = 0; i < f->n_procs; i++)
+		cg_rproc_free(&f->procs[i]);
+	free(f->procs);
+	f->procs = NULL;
+	f->n_procs = 0;
 }
 
 static size_t cg_hash(const char *s)
@@ -310,9 +472,18 @@ bool cg_site_read(const char *name, struct cg_site *out)
 	return true;
 }
 
-void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f)
+void cg_merged_add_file(struct cg_merged *m, const struct cg_rfile *f)
 {
 	m->files++;
+	for (size_t i = 0; i < f->n_procs; i++)
+		cg_merged_add(m, &f->procs[i]);
+}
+
+void cg_merged_add(struct cg_merged *m, const struct cg_rproc *f)
+{
+	m->processes++;
+	if (m->mistyped == NULL)
+		m->mistyped = f->mistyped;
 	const struct jv *s = f->summary;
 	/* libnccl loaded after the header: the summary says which; otherwise the header does. */
 	const struct jv *nccl = jv_get(s, "nccl_version");
@@ -392,7 +563,8 @@ static void cg_print_ratio(FILE *out, const char *key, double v)
 
 void cg_merged_json(FILE *out, const struct cg_merged *m)
 {
-	fprintf(out, "{\"files\":%zu,\"files_without_summary\":%zu", m->files, m->partial);
+	fprintf(out, "{\"files\":%zu,\"processes\":%zu,\"processes_without_summary\":%zu", m->files,
+	        m->processes, m->partial);
 	for (size_t i = 0; i < m->totals.n; i++) {
 		fputc(',', out);
 		jv_print_string(out, m->totals.names[i]);

@@ -1,5 +1,6 @@
-/* Reading cugraft report files (JSON Lines) for the command: the records a file holds, and the
- * merged summary of several files (ranks). Used by `report`, `profile` and `demo`. */
+/* Reading cugraft report files (JSON Lines) for the command: the records a file holds, by the
+ * process that wrote them, and the merged summary of several processes (ranks). Used by
+ * `report`, `profile` and `demo`. */
 #ifndef CG_TOOLS_REPORTFILE_H
 #define CG_TOOLS_REPORTFILE_H
 
@@ -9,20 +10,35 @@
 
 #include "jsonparse.h"
 
-struct cg_rfile {
-	const char *path;
+/* One process's records. */
+struct cg_rproc {
+	const char *path;         /* the file that holds them */
+	double pid;               /* of its header or records; -1 when none says */
 	struct jv *header;        /* first "header" record, or NULL */
 	struct jv *summary;       /* last "summary" record, or NULL (process killed?) */
+	const char *mistyped;     /* a summary member that should be a number and is not, or NULL */
 	struct jv **fallbacks;    /* every "fallback" record, in order */
 	size_t n_fallbacks;
 	struct jv **suppressed;
 	size_t n_suppressed;
 	struct jv **others;       /* the rest, kept so they are freed */
 	size_t n_others;
+};
+
+/* One report file: the processes that wrote to it (several when they shared one path), in the
+ * order of their first record. A header opens a process; a record goes to the last process
+ * opened with its pid, or (an older writer put the pid in the header only) to the last one
+ * opened. */
+struct cg_rfile {
+	const char *path;
+	struct cg_rproc *procs;
+	size_t n_procs;
+	size_t records;           /* lines read as records */
 	size_t bad_lines;         /* each one reported on stderr as path:line: why */
 };
 
-/* Reads a file; false when it cannot be opened (said on stderr). */
+/* Reads a file; false (said on stderr) when it cannot be opened, is a directory, holds a line
+ * longer than 64 MiB (CG_RFILE_LINE_MAX) or no record at all. */
 bool cg_rfile_load(struct cg_rfile *f, const char *path);
 void cg_rfile_free(struct cg_rfile *f);
 
@@ -45,10 +61,11 @@ void cg_counts_free(struct cg_counts *c);
 
 /* Summaries added together: every numeric member summed, every object member summed key by
  * key, "kernels" merged by name, "divergence_sites" by site; ratios recomputed. Versions (nccl_version) are taken, not
- * summed: ranks that disagree are listed in `versions`. Files without a summary add their
+ * summed: ranks that disagree are listed in `versions`. Processes without a summary add their
  * fallback records instead, one each (counted in `partial`). */
 struct cg_merged {
-	size_t files, partial;
+	size_t files, processes, partial;
+	const char *mistyped;                     /* the first summary member of the wrong type */
 	struct cg_counts totals;                  /* numeric members */
 	struct cg_counts map_names;               /* fallbacks, entry_points, ...: names of maps[] */
 	struct cg_counts *maps;
@@ -57,7 +74,9 @@ struct cg_merged {
 	struct cg_counts version_names;           /* nccl_version, ...: names of versions[] */
 	struct cg_counts *versions;               /* per version: value -> files that had it */
 };
-void cg_merged_add(struct cg_merged *m, const struct cg_rfile *f);
+void cg_merged_add(struct cg_merged *m, const struct cg_rproc *p);
+/* Every process of the file, and the file counted. */
+void cg_merged_add_file(struct cg_merged *m, const struct cg_rfile *f);
 
 /* A divergence site as `sites` names it: the op the chunk expected (expected_len bytes, not
  * terminated), the op that came instead, at op `at` (from 0) of an `ops`-op chunk. */

@@ -16,10 +16,10 @@ Each mutation (one category, see MUTATORS) is rendered both as text and with --j
 on: a crash (killed by a signal, or a sanitizer report), a hang (--timeout), an exit status
 other than 0 or 1, --json output that is not exactly one line of strict JSON (UTF-8, no NaN or
 Infinity), or a wrong result: where both parsers read every line alike (a line neither can read
-is skipped by both), the merged "files", "files_without_summary" and "ops" must equal Python's. Failing
-inputs are copied to --keep (default: a fresh directory named on stderr). Exit status 1 on any
-failure; it ends with a table per category: inputs tried, those whose totals were compared
-with Python's (checked), crashes, hangs, bad JSON and wrong results.
+is skipped by both), the merged "files", "processes", "processes_without_summary" and "ops"
+must equal Python's. Failing inputs are copied to --keep (default: a fresh directory named on
+stderr). Exit status 1 on any failure; it ends with a table per category: inputs tried, those
+whose totals were compared with Python's (checked), crashes, hangs, bad JSON and wrong results.
 """
 import argparse
 import json
@@ -316,24 +316,57 @@ def strict_records(data):
     return records
 
 
+def pid_key(v):
+    """A record's pid as the command keys it (a double, -0 as 0), or None when not a number."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        return float(v) + 0.0
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def processes(records):
+    """The records' processes as the command separates them: a header opens one; a record with
+    a pid goes to the last one opened with it (or opens one); one without, to the last opened.
+    Each process as its last summary or None."""
+    procs, by_pid = [], {}
+    for r in records:
+        header = r["event"] == "header"
+        key = pid_key(r.get("pid"))
+        if key is None:
+            if header or not procs:
+                procs.append(None)
+            k = len(procs) - 1
+        elif not header and key in by_pid:
+            k = by_pid[key]
+        else:
+            procs.append(None)
+            k = by_pid[key] = len(procs) - 1
+        if r["event"] == "summary":
+            procs[k] = r
+    return procs
+
+
 def expected(datas):
-    """files, files_without_summary and ops as the merge computes them; None if unsure."""
-    want = {"files": len(datas), "files_without_summary": 0}
+    """files, processes, processes_without_summary and ops as the merge computes them; None if
+    unsure. A file without records is refused, not merged."""
+    want = {"files": 0, "processes": 0, "processes_without_summary": 0}
     ops = None
     for data in datas:
         recs = strict_records(data)
         if recs is None:
             return None
-        summary = None
-        for r in recs:
-            if r["event"] == "summary":
-                summary = r
-        if summary is None:
-            want["files_without_summary"] += 1
-            continue
-        v = summary.get("ops")
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            ops = float(v) if ops is None else ops + float(v)
+        if recs:
+            want["files"] += 1
+        for summary in processes(recs):
+            want["processes"] += 1
+            if summary is None:
+                want["processes_without_summary"] += 1
+                continue
+            v = summary.get("ops")
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                ops = float(v) if ops is None else ops + float(v)
     if ops is not None:
         want["ops"] = ops if math.isfinite(ops) else None
     return want

@@ -36,7 +36,7 @@ python3 - "$T/out.json" $K $E $F <<'PY' || fail "merged counts wrong"
 import json, sys
 o = json.load(open(sys.argv[1]))
 K, E, F = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-assert o["files"] == 3 and o["files_without_summary"] == 1, (o["files"], o["files_without_summary"])
+assert o["files"] == 3 and o["processes_without_summary"] == 1, (o["files"], o["processes_without_summary"])
 assert o["ops"] == 30, o["ops"]
 want = [{"name": "kernel_%06d" % i, "launches": 3 * (i + 1)} for i in range(K - 1, K - 21, -1)]
 assert o["kernels"] == want, o["kernels"][:3]

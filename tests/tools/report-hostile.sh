@@ -91,7 +91,7 @@ echo "nccl_version taken, differing ranks named"
 # no "count" in them, so one found there is not a count.
 printf '{"event":"header","t":0,"rank":0}\n{"event":"fallback","t":1,"reason":"sync","count":40}\n{"event":"fallback","t":2,"reason":"sync"}\n{"event":"fallback","t":3,"reason":"divergence"}\n' > "$T/killed.jsonl"
 "$CG" report --json "$T/killed.jsonl" > "$T/out.json" || fail "--json exit $? (killed)"
-expect "$(cat "$T/out.json")" '"files_without_summary":1,'
+expect "$(cat "$T/out.json")" '"processes":1,"processes_without_summary":1,'
 expect "$(cat "$T/out.json")" '"fallbacks":{"sync":2,"divergence":1}'
 echo "fallback records counted one each"
 

@@ -29,7 +29,7 @@ expect "$out" "keeps diverging: expected softmax_fwd, got gemm at op 2 of a 9-op
 expect "$out" "keeps diverging: expected gemm_nn, got reduce_kernel at op 7 of a 22-op chunk (140 times)"
 expect "$out" 'expected {"grid":[128,1,1]}'
 expect "$out" "hint: NCCL call: collectives run eagerly"
-expect "$out" "== merged: 2 files"
+expect "$out" "== merged: 2 processes in 2 files"
 expect "$out" "replayed   75.0% of 4000 ops from graphs (60 graph launches, 46 graphs built), 1000 eager"
 expect "$out" "saved      ~9.9 ms host time (estimate)"
 expect "$out" "kept eager (exposed): a 10-op chunk on stream 1: its graph 216.3 us on the GPU, its ops eagerly 215.9; saves 31.5 us of launches; submitted over 499.9 us, a wait right after it ends 163.2 us later deferred"

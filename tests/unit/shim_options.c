@@ -249,6 +249,60 @@ static void test_scope(void **state)
 	assert_int_equal(cg_scope_parse(longpat, &sc, &why), -EINVAL);
 }
 
+/* Every integer option takes both ends of its documented range as given, and a value beyond
+ * an end is clamped in the table, with a warning naming the value used: what the header and
+ * the log show is what the engine uses. CUGRAFT_CHUNK's end is the engine's largest chunk. */
+static void test_int_ranges(void **state)
+{
+	char err[4096], text[32];
+	for (int o = 0; o < CG_OPT_COUNT; o++) {
+		const struct cg_opt_info *in = cg_opt_info((enum cg_opt)o);
+		if (in->kind != CG_OPT_KIND_INT)
+			continue;
+		const long long ends[] = { in->min, in->max };
+		for (size_t e = 0; e < 2; e++) {
+			snprintf(text, sizeof text, "%lld", ends[e]);
+			setenv(in->name, text, 1);
+			reload_capture(err, sizeof err);
+			assert_int_equal(cg_opt_int((enum cg_opt)o), ends[e]);
+			assert_string_equal(err, "");
+		}
+		unsetenv(in->name);
+	}
+	setenv("CUGRAFT_CHUNK", "100000", 1);
+	reload_capture(err, sizeof err);
+	assert_int_equal(cg_opt_int(CG_OPT_CHUNK), 65536);
+	assert_non_null(strstr(err, "CUGRAFT_CHUNK=100000 is outside [1, 65536]; using 65536"));
+	setenv("CUGRAFT_CHUNK", "1", 1);
+	reload_capture(err, sizeof err);
+	assert_int_equal(cg_opt_int(CG_OPT_CHUNK), 1);
+	unsetenv("CUGRAFT_CHUNK");
+	cg_options_reload();
+}
+
+/* Stream ids are decimal or 0x hex, as documented: a leading 0 is not octal. */
+static void test_scope_streams_base(void **state)
+{
+	struct cg_scope sc;
+	const char *why = NULL;
+	assert_int_equal(cg_scope_parse("streams=010|09|0x1f|0", &sc, &why), 0);
+	assert_int_equal(sc.n_streams, 4);
+	assert_int_equal(sc.streams[0], 10);
+	assert_int_equal(sc.streams[1], 9);
+	assert_int_equal(sc.streams[2], 31);
+	assert_int_equal(sc.streams[3], 0);
+	assert_false(cg_scope_match_stream(&sc, 8));
+	static const char *const bad[] = { "streams=0x", "streams=0xg", "streams=1a", "streams=0b1",
+	                                   "streams=-1", "streams=18446744073709551616" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		why = NULL;
+		assert_int_equal(cg_scope_parse(bad[i], &sc, &why), -EINVAL);
+		assert_non_null(why);
+	}
+	assert_int_equal(cg_scope_parse("streams=1a", &sc, &why), -EINVAL);
+	assert_non_null(strstr(why, "decimal or 0x hex"));
+}
+
 /* Runs fn with stderr captured into buf. */
 static void capture(void (*fn)(void), char *buf, size_t size)
 {
@@ -325,6 +379,8 @@ int main(void)
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_options_json),
 		cmocka_unit_test(test_scope),
+		cmocka_unit_test(test_int_ranges),
+		cmocka_unit_test(test_scope_streams_base),
 		cmocka_unit_test(test_log),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
