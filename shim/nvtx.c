@@ -10,19 +10,13 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "log.h"
 #include "options.h"
 #include "shim.h"
 #include "policy/control.h"
 #include "policy/engine.h"
 
 int cg_nvtx_state = -1;
-
-bool cg_nvtx_resolve(void)
-{
-	int on = cg_opt_bool(CG_OPT_NVTX) ? 1 : 0;
-	__atomic_store_n(&cg_nvtx_state, on, __ATOMIC_RELAXED);
-	return on;
-}
 
 static nvtxDomainHandle_t domain;
 static pthread_once_t domain_once = PTHREAD_ONCE_INIT;
@@ -33,6 +27,26 @@ static void domain_create(void)
 	cg_tl_internal++;
 	domain = nvtxDomainCreateA("cugraft");
 	cg_tl_internal--;
+}
+
+void cg_nvtx_start(void)
+{
+	int on = 0;
+	if (cg_opt_bool(CG_OPT_NVTX)) {
+		/* NVTX's first call loads the tool's injection library; without one every NVTX call
+		 * does nothing and the domain is NULL: then neither does cugraft mark anything. */
+		pthread_once(&domain_once, domain_create);
+		on = domain != NULL;
+		if (!on)
+			cg_log(CG_LOG_INFO, "CUGRAFT_NVTX: no NVTX tool attached (nsys, or NVTX_INJECTION64_PATH): nothing to mark");
+	}
+	__atomic_store_n(&cg_nvtx_state, on, __ATOMIC_RELAXED);
+}
+
+bool cg_nvtx_resolve(void)
+{
+	cg_nvtx_start();
+	return __atomic_load_n(&cg_nvtx_state, __ATOMIC_RELAXED) > 0;
 }
 
 enum { COLOR_REPLAY = 0xff76b900, COLOR_FLUSH = 0xffe07020, COLOR_LEARN = 0xff3070d0,

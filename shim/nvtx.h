@@ -2,7 +2,8 @@
  * on the thread that submits the work, so that Nsight Systems shows them above the kernels:
  * each graph replay, each flush with its reason, graph builds and learned chunks, fallbacks and
  * the controller's decisions (docs/nvtx.md). Off by default: no NVTX call is then made, so no
- * tool's injection library is ever loaded, and every hook below costs one predictable branch. */
+ * tool's injection library is ever loaded, and every hook below costs one predictable branch;
+ * the same where it is on but no tool is attached. */
 #ifndef CG_SHIM_NVTX_H
 #define CG_SHIM_NVTX_H
 
@@ -14,7 +15,11 @@
 
 struct cg_event;
 
-/* -1: CUGRAFT_NVTX not read yet, 0: off, 1: on. */
+/* Start-up: reads CUGRAFT_NVTX and, where it is on, starts NVTX (which loads the tool's
+ * injection library); marking stays off where no tool is attached. Without it, the first hook
+ * does the same. */
+void cg_nvtx_start(void);
+/* -1: not started yet, 0: off (or no tool attached), 1: on. */
 extern int cg_nvtx_state;
 bool cg_nvtx_resolve(void);
 static inline bool cg_nvtx_on(void)
