@@ -24,9 +24,9 @@ echo "unset and 0: the injection library was never initialised"
 rm -f "$T/report.jsonl"
 run "$T/on.txt" CUGRAFT_NVTX=1
 [ -s "$T/on.txt" ] || fail "CUGRAFT_NVTX=1 recorded nothing"
-python3 "$CHECK" "$T/on.txt" "$T/report.jsonl" "$REASONS" || exit 1
+python3 "$CHECK" "$T/on.txt" "$T/report.jsonl" "$REASONS" --only-cugraft || exit 1
 
 # The same with a short defer budget: the flusher thread submits work itself (timeouts).
 rm -f "$T/report.jsonl" "$T/on2.txt"
 run "$T/on2.txt" CUGRAFT_NVTX=1 CUGRAFT_MAX_DEFER_US=1 CUGRAFT_MEASURE=0
-python3 "$CHECK" "$T/on2.txt" "$T/report.jsonl" "$REASONS" || exit 1
+python3 "$CHECK" "$T/on2.txt" "$T/report.jsonl" "$REASONS" --only-cugraft || exit 1
