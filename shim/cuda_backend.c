@@ -12,6 +12,7 @@
 #include "context.h"
 #include "driver.h"
 #include "events.h"
+#include "nvtx.h"
 #include "ptds.h"
 #include "report.h"
 #include "shim.h"
@@ -29,6 +30,8 @@ struct chunk_graph {
 	                                shape and parameters are each patch's own) */
 	size_t mem;                  /* device memory its instantiation took (free memory before
 	                                less after: an estimate, other allocations may interleave) */
+	uint64_t content;            /* with CUGRAFT_NVTX: names its replays (nvtx.h) */
+	uint32_t patched;            /* with CUGRAFT_NVTX: nodes patched since its last launch */
 };
 
 /* Device memory the instantiated graphs hold now, and at most (cg_backend_graph_memory). */
@@ -126,6 +129,8 @@ static int be_eager(void *be, void *stream, const struct cg_op *op, const char *
 	cg_backend_leave(in);
 	if (r != CUDA_SUCCESS)
 		deferred_failed(r);
+	if (cg_nvtx_on())
+		cg_nvtx_eager(1);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 
@@ -167,8 +172,8 @@ static void graph_free(struct chunk_graph *g)
 	free(g);
 }
 
-static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, void **out,
-                    const char **detail)
+static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
+                 const char **detail, uint64_t content)
 {
 	struct cg_sstate *s = stream;
 	if (atomic_load(&cg_shim.captures) > 0) {
@@ -191,6 +196,7 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 	}
 	g->ctx = s->ctx;
 	g->n = n;
+	g->content = content;
 
 	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
@@ -231,6 +237,17 @@ static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n,
 	}
 	*out = g;
 	return 0;
+}
+
+static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, void **out,
+                    const char **detail)
+{
+	if (!cg_nvtx_on())
+		return build(stream, ops, n, out, detail, 0);
+	uint64_t content = cg_nvtx_build_begin(ops, n);
+	int r = build(stream, ops, n, out, detail, content);
+	cg_nvtx_build_end();
+	return r;
 }
 
 static CUresult patch_kernel(struct chunk_graph *g, uint32_t index, const struct cg_op *op)
@@ -284,6 +301,8 @@ static int be_patch(void *be, void *graph, uint32_t index, const struct cg_op *o
 	           : cg_sig_kind(op->sig) == CG_K_KERNEL ? patch_kernel(g, index, op)
 	                                                 : patch_memop(g, index, op);
 	cg_backend_leave(in);
+	if (r == CUDA_SUCCESS && cg_nvtx_on())
+		g->patched++;
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 
@@ -294,8 +313,15 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 	CUstream st;
 	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : target(s, &st);
+	bool mark = cg_nvtx_on();
+	if (mark) {
+		cg_nvtx_replay_begin(g->content, g->n, g->patched);
+		g->patched = 0;
+	}
 	if (r == CUDA_SUCCESS)
 		r = CG_REAL(cuGraphLaunch)(g->exec, st);
+	if (mark)
+		cg_nvtx_replay_end();
 	cg_backend_leave(in);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }

@@ -11,6 +11,7 @@
 #include "events.h"
 #include "floor.h"
 #include "json.h"
+#include "nvtx.h"
 #include "options.h"
 #include "report.h"
 #include "shim.h"
@@ -82,6 +83,8 @@ static void json_decision(const struct cg_event *ev)
 
 void cg_events_engine(void *be, const struct cg_event *ev)
 {
+	if (cg_nvtx_on())
+		cg_nvtx_event(ev);
 	if (!cg_report_active())
 		return;
 	if (ev->kind == CG_EV_DECISION) {

@@ -9,6 +9,7 @@
 
 #include "counts.h"
 #include "floor.h"
+#include "nvtx.h"
 #include "policy/engine.h"
 
 /* backend->event: called with the stream's lock held. */
@@ -25,6 +26,8 @@ static inline void cg_events_boundary(enum cg_reason why)
 static inline void cg_events_bypass(enum cg_reason why)
 {
 	cg_count(CG_COUNT_BYPASS + why);
+	if (cg_nvtx_on() && why != CG_R_CAPTURE)   /* (the summary counts captured ops apart) */
+		cg_nvtx_bypass(why);
 }
 /* A stream of context `ctx` was seen: its device is named in the summary's `devices` (the
  * header is written before the program picks a device). */

@@ -19,6 +19,7 @@
 #include "floor.h"
 #include "init.h"
 #include "log.h"
+#include "nvtx.h"
 #include "options.h"
 #include "report.h"
 #include "shim.h"
@@ -187,6 +188,7 @@ void cg_shim_start(void)
 	cg_shim.engine = cg_engine_new(&cfg, &cg_cuda_backend, NULL);
 	if (!cg_shim.engine)
 		cg_log(CG_LOG_WARN, "cannot create the policy engine: recording only");
+	cg_nvtx_start();   /* (NVTX loads a tool's library: here, where no lock is held) */
 
 	cg_startup_checks();
 	cg_report_start();

@@ -10,6 +10,7 @@
 #include "floor.h"
 #include "layout.h"
 #include "log.h"
+#include "nvtx.h"
 #include "options.h"
 #include "ptds.h"
 #include "shim.h"
@@ -40,6 +41,18 @@ static bool hands_off(CUstream h)
 	return false;
 }
 
+/* The engine's verdict on an op; with CUGRAFT_NVTX on, the ops run eagerly that it counted
+ * meanwhile are marked (nvtx.h). */
+static enum cg_verdict submit_marked(struct cg_sstate *s, const struct cg_op *op)
+{
+	if (!cg_nvtx_on())
+		return cg_submit(s->eng, op);
+	cg_nvtx_submit_begin();
+	enum cg_verdict v = cg_submit(s->eng, op);
+	cg_nvtx_submit_end(v == CG_PASS);
+	return v;
+}
+
 /* Gives the op to the engine. true: the engine took it (deferred or launched in a graph).
  * false: the caller forwards the original call, then calls release(s) — the stream lock is held
  * meanwhile so the forward stays in order with anything the flusher does. */
@@ -58,7 +71,7 @@ static bool take(struct cg_sstate *s, const struct cg_op *op)
 		cg_events_bypass(s->why_eager);
 		return false;
 	}
-	if (cg_submit(s->eng, op) == CG_PASS)
+	if (submit_marked(s, op) == CG_PASS)
 		return false;
 	cg_stream_sync_pending(s);
 	pthread_mutex_unlock(&s->lock);

@@ -14,6 +14,7 @@
 #include "cuda_backend.h"
 #include "deadline.h"
 #include "events.h"
+#include "nvtx.h"
 #include "options.h"
 #include "ptds.h"
 
@@ -211,13 +212,34 @@ static struct cg_sstate *stream_find(CUstream h, enum kind k, CUstream key,
 	return s;
 }
 
+/* --- the engine's flushes --------------------------------------------------------------------- */
+/* Every engine call that may submit a stream's pending work goes through here, so that with
+ * CUGRAFT_NVTX on, one with work pending is the NVTX range "flush <reason>", and each marks the
+ * ops run eagerly (nvtx.h). The stream's lock is held. */
+enum engine_flush { ENGINE_FLUSH, ENGINE_CUT, ENGINE_FREE };
+
+static void engine_flush(struct cg_sstate *s, enum cg_reason why, enum engine_flush how)
+{
+	bool mark = cg_nvtx_on();
+	if (mark)
+		cg_nvtx_flush_begin(why, cg_stream_pending(s->eng));
+	if (how == ENGINE_CUT)
+		cg_boundary(s->eng, why);
+	else if (how == ENGINE_FLUSH)
+		cg_flush(s->eng, why);
+	else
+		cg_stream_free(s->eng, why);
+	if (mark)
+		cg_nvtx_flush_end();
+}
+
 /* --- pending bookkeeping ------------------------------------------------------------------- */
 /* A per-thread stream's redirect finished and its fence kept (ptds.h). */
 static void settle_per_thread(struct cg_sstate *s)
 {
 	bool p = s->eng && cg_stream_pending(s->eng);
 	if (!cg_ptds_settle(s, p)) {
-		cg_flush(s->eng, CG_R_PER_THREAD); /* nobody else could submit it: now */
+		engine_flush(s, CG_R_PER_THREAD, ENGINE_FLUSH); /* nobody else could submit it: now */
 		cg_ptds_settle(s, cg_stream_pending(s->eng));
 	}
 }
@@ -271,10 +293,8 @@ static void flush_one(struct cg_sstate *s, enum cg_reason why, enum flush_how ho
 	int in = s->eng ? cg_ctx_enter(s->ctx) : CG_CTX_FAILED;
 	bool cut = how == CUT ||
 	           ((how == CUT_DEFERRED || how == ORDER) && s->eng && !cg_stream_held(s->eng));
-	if (in != CG_CTX_FAILED && cut)
-		cg_boundary(s->eng, why);
-	else if (in != CG_CTX_FAILED)
-		cg_flush(s->eng, why);
+	if (in != CG_CTX_FAILED)
+		engine_flush(s, why, cut ? ENGINE_CUT : ENGINE_FLUSH);
 	if (in != CG_CTX_FAILED)
 		cg_timing_read(s);
 	cg_ctx_leave(in);
@@ -396,7 +416,7 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 	if (s->per_thread)
 		cg_ptds_catch_up(s);
 	if (s->eng) { /* checked under the lock: exit work may have retired the stream */
-		cg_boundary(s->eng, why);
+		engine_flush(s, why, ENGINE_CUT);
 		cg_timing_read(s);
 		cg_stream_sync_pending(s);
 	}
@@ -495,7 +515,7 @@ static void retire(struct cg_sstate *s, enum cg_reason why)
 {
 	pthread_mutex_lock(&s->lock);
 	if (s->eng) {
-		cg_stream_free(s->eng, why);
+		engine_flush(s, why, ENGINE_FREE);
 		s->eng = NULL;
 	}
 	cg_stream_sync_pending(s);
@@ -578,7 +598,7 @@ void cg_stream_exit_all(void)
 	for (struct cg_sstate *s = streams; s; s = s->next) {
 		if (!s->eng || !lock_briefly(&s->lock))
 			continue;
-		cg_stream_free(s->eng, CG_R_EXIT);
+		engine_flush(s, CG_R_EXIT, ENGINE_FREE);
 		s->eng = NULL;
 		cg_stream_sync_pending(s);
 		cg_backend_forget_stream(s);

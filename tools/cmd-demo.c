@@ -95,18 +95,16 @@ int cg_cmd_demo(int argc, char **argv)
 			return strcmp(argv[i], "--help") == 0 ? 0 : 2;
 		}
 	}
-	char *work = cg_tool_find("../bench/workloads/cugraft-demo-work", CG_INSTALLED_DEMO);
+	char *work = cg_tool_demo_work();
 	char *lib = cg_tool_library();
-	if (work == NULL || lib == NULL) {
-		fprintf(stderr, "cugraft demo: %s is not built\n", work == NULL ? "the demo workload (bench/cugraft-demo-work)" : "libcugraft.so");
+	if (work == NULL || lib == NULL)   /* (it said where it looked) */
 		return 77;
-	}
 	bool gpu = cg_demo_have_gpu();
 	char *ld_path = NULL;
 	if (!gpu) {
-		char *fake = cg_tool_find("../tests/fakecuda/libcuda.so.1", NULL);
+		char *fake = cg_tool_fake_driver();
 		if (fake == NULL) {
-			fprintf(stderr, "cugraft demo: no GPU, and the CPU fake driver (tests/fakecuda) is not built\n");
+			fprintf(stderr, "cugraft demo: no GPU, and the CPU fake driver is not built\n");
 			return 77;
 		}
 		*strrchr(fake, '/') = '\0';

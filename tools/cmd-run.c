@@ -106,11 +106,8 @@ int cg_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	char *lib = cg_tool_library();
-	if (lib == NULL) {
-		fprintf(stderr, "cugraft run: libcugraft.so not found (neither next to this build nor at %s)\n",
-		        CG_INSTALLED_LIB);
+	if (lib == NULL)   /* (it said where it looked) */
 		return 1;
-	}
 	char *preload = cg_preload_value(lib);
 	if (preload == NULL || setenv("LD_PRELOAD", preload, 1) != 0) {
 		perror("cugraft run: LD_PRELOAD");

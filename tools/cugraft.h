@@ -11,11 +11,17 @@ int cg_cmd_report(int argc, char **argv);
 int cg_cmd_profile(int argc, char **argv);
 int cg_cmd_demo(int argc, char **argv);
 
-/* A path next to the build tree's command (<dir of the executable>/<rel>) when that exists,
- * else `installed` when that exists, else NULL. Returned string is malloc'd. */
-char *cg_tool_find(const char *rel, const char *installed);
-/* libcugraft.so: build tree, then the installed copy. */
+/* What the command runs, found relative to its own executable (/proc/self/exe) so that a
+ * build tree, a DESTDIR staging tree, a wheel's environment or an unpacked tarball work where
+ * they are: beside it as in the build tree, then as installed (tools/meson.build: the install
+ * folders relative to bindir), then at the configured prefix. NULL, with every place looked at
+ * printed to stderr, when none exists. Returned strings are malloc'd. */
+/* libcugraft.so; CUGRAFT_LIBRARY, when set, names it instead. */
 char *cg_tool_library(void);
+/* The demo workload (bench/workloads/demo_work.c). */
+char *cg_tool_demo_work(void);
+/* The CPU fake driver `cugraft demo` runs against where there is no GPU. */
+char *cg_tool_fake_driver(void);
 
 /* An environment change applied in the child: value NULL unsets. */
 struct cg_env { const char *name, *value; };

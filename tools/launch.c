@@ -1,6 +1,7 @@
 /* Finding the library and bundled programs, and running child commands for the subcommands. */
 #define _GNU_SOURCE
 #include "cugraft.h"
+#include "shim/options.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -10,31 +11,98 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-char *cg_tool_find(const char *rel, const char *installed)
+/* <dir of this executable>/<rel>, resolved, when it exists; else NULL. */
+static char *cg_tool_beside(const char *rel)
 {
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash != NULL) {
-			*slash = '\0';
-			char *path;
-			if (asprintf(&path, "%s/%s", exe, rel) > 0) {
-				char *real = realpath(path, NULL);   /* LD_PRELOAD reads better without ".." */
-				free(path);
-				if (real != NULL)
-					return real;
-			}
-		}
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash == NULL)
+		return NULL;
+	*slash = '\0';
+	char *path;
+	if (asprintf(&path, "%s/%s", exe, rel) < 0)
+		return NULL;
+	char *real = realpath(path, NULL);   /* LD_PRELOAD reads better without ".." */
+	free(path);
+	return real;
+}
+
+/* The places a file is looked for, in order: a variable naming it (only that place when set),
+ * then beside the command as in the build tree, as installed, and the configured prefix. */
+struct cg_tool_places {
+	const char *what;      /* for the error */
+	const char *variable;  /* NULL: none */
+	const char *build;     /* relative to the command's folder, in a build tree */
+	const char *relative;  /* relative to the command's folder, as installed (empty: none) */
+	const char *installed; /* absolute, the configured prefix (empty: none) */
+};
+
+static char *cg_tool_look(const struct cg_tool_places *p, bool quiet)
+{
+	const char *set = p->variable ? getenv(p->variable) : NULL;
+	if (set != NULL && *set != '\0') {
+		if (access(set, F_OK) == 0)
+			return strdup(set);
+		if (!quiet)
+			fprintf(stderr, "cugraft: %s not found: %s=%s does not exist\n", p->what, p->variable, set);
+		return NULL;
 	}
-	return installed != NULL && installed[0] != '\0' && access(installed, F_OK) == 0 ?
-	       strdup(installed) : NULL;
+	const char *rel[] = { p->build, p->relative };
+	for (size_t i = 0; i < 2; i++) {
+		char *found = rel[i][0] != '\0' ? cg_tool_beside(rel[i]) : NULL;
+		if (found != NULL)
+			return found;
+	}
+	if (p->installed[0] != '\0' && access(p->installed, F_OK) == 0)
+		return strdup(p->installed);
+	if (quiet)
+		return NULL;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	fprintf(stderr, "cugraft: %s not found; looked at\n", p->what);
+	for (size_t i = 0; i < 2; i++)
+		if (rel[i][0] != '\0')
+			fprintf(stderr, "  %s/%s\n", exe, rel[i]);
+	if (p->installed[0] != '\0')
+		fprintf(stderr, "  %s\n", p->installed);
+	if (p->variable)
+		fprintf(stderr, "(%s names it elsewhere)\n", p->variable);
+	return NULL;
 }
 
 char *cg_tool_library(void)
 {
-	return cg_tool_find("../shim/libcugraft.so", CG_INSTALLED_LIB);
+	const struct cg_tool_places lib = {
+		"libcugraft.so", cg_opt_info(CG_OPT_LIBRARY)->name, "../shim/libcugraft.so",
+		CG_RELATIVE_LIB, CG_INSTALLED_LIB,
+	};
+	return cg_tool_look(&lib, false);
+}
+
+char *cg_tool_demo_work(void)
+{
+	static const struct cg_tool_places work = {
+		"the demo workload (cugraft-demo-work)", NULL, "../bench/workloads/cugraft-demo-work",
+		CG_RELATIVE_DEMO, CG_INSTALLED_DEMO,
+	};
+	return cg_tool_look(&work, false);
+}
+
+char *cg_tool_fake_driver(void)
+{
+	static const struct cg_tool_places fake = {
+		"the CPU fake driver (libcuda.so.1)", NULL, "../tests/fakecuda/libcuda.so.1",
+		CG_RELATIVE_FAKE, CG_INSTALLED_FAKE,
+	};
+	return cg_tool_look(&fake, false);
 }
 
 char *cg_preload_value(const char *lib)

@@ -6,9 +6,11 @@
 set -eu
 
 # The one list: compilers (nvcc needs g++ for .cu programs), the build tools, python3 (tests,
-# benchmarks), binutils (nm makes the default-deny trampolines from the stub libcuda), and the
-# optional libraries: libunwind (backtraces in the report), cmocka (unit tests).
-packages="meson ninja-build pkg-config python3 binutils gcc g++ libc6-dev libcmocka-dev libunwind-dev"
+# benchmarks), binutils (nm makes the default-deny trampolines from the stub libcuda), the
+# optional libraries: libunwind (backtraces in the report), cmocka (unit tests), and the pip
+# route that tests/install checks: python3-mesonpy (the wheel's build backend) and python3-venv
+# (virtual environments, with pip from python3-pip-whl, which it brings).
+packages="meson ninja-build pkg-config python3 binutils gcc g++ libc6-dev libcmocka-dev libunwind-dev python3-mesonpy python3-venv"
 
 if [ "${1:-}" = --list ]; then
   echo "$packages"
