@@ -1,7 +1,9 @@
 /* The `cugraft` command: dispatches to one subcommand per file (cmd-run.c, cmd-report.c,
  * cmd-profile.c, cmd-demo.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cugraft.h"
 
@@ -21,7 +23,14 @@ static int cg_usage(FILE *out, int status)
 	fprintf(out, "usage: cugraft COMMAND [ARGS]\n\n");
 	for (size_t i = 0; i < sizeof cg_cmds / sizeof cg_cmds[0]; i++)
 		fprintf(out, "  %-8s %s\n", cg_cmds[i].name, cg_cmds[i].what);
-	fprintf(out, "\n`cugraft COMMAND --help` for each; `man cugraft`.\n");
+	/* From a build tree (the library next to the command) the man page is not installed yet:
+	 * name the source's copy. */
+	char *built = cg_tool_find("../shim/libcugraft.so", NULL);
+	if (built != NULL && access(CG_SOURCE_MAN, R_OK) == 0)
+		fprintf(out, "\n`cugraft COMMAND --help` for each; `man -l %s`.\n", CG_SOURCE_MAN);
+	else
+		fprintf(out, "\n`cugraft COMMAND --help` for each; `man cugraft`.\n");
+	free(built);
 	return status;
 }
 
