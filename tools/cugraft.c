@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cugraft.h"
 
@@ -23,14 +22,14 @@ static int cg_usage(FILE *out, int status)
 	fprintf(out, "usage: cugraft COMMAND [ARGS]\n\n");
 	for (size_t i = 0; i < sizeof cg_cmds / sizeof cg_cmds[0]; i++)
 		fprintf(out, "  %-8s %s\n", cg_cmds[i].name, cg_cmds[i].what);
-	/* From a build tree (the library next to the command) the man page is not installed yet:
-	 * name the source's copy. */
-	char *built = cg_tool_find("../shim/libcugraft.so", NULL);
-	if (built != NULL && access(CG_SOURCE_MAN, R_OK) == 0)
-		fprintf(out, "\n`cugraft COMMAND --help` for each; `man -l %s`.\n", CG_SOURCE_MAN);
+	/* From a build tree the man page is not installed yet: name the one built next to the
+	 * command. */
+	char *page = cg_tool_find("cugraft.1", NULL);
+	if (page != NULL)
+		fprintf(out, "\n`cugraft COMMAND --help` for each; `man -l %s`.\n", page);
 	else
 		fprintf(out, "\n`cugraft COMMAND --help` for each; `man cugraft`.\n");
-	free(built);
+	free(page);
 	return status;
 }
 
