@@ -11,56 +11,33 @@
 #include <string.h>
 #include "policy/control.h"
 
-#define CG_CONTROL_NOPERIOD 16         /* intervals per epoch while no period is known */
-/* An epoch lasts at least this long (a C loop's epoch can be one iteration: the eager epochs
- * of a probe are what probing costs where graphs win), */
-#define CG_CONTROL_MIN_EPOCH_NS 3000000u
-#define CG_CONTROL_MAX_PERIODS 64      /* but no more than this many periods */
-#define CG_CONTROL_PERIOD_CHECK 6      /* intervals a period must have repeated over */
-/* Eager must be faster than deferral by this share to win. Where the two cannot be told apart,
- * the graphs stay: each passed its own chunk's tests, they spare the host its launch calls, and
- * the decision comes out the same way in every run rather than as the noise falls. */
+/* Tuning constants, one line each (the measurements behind each value are in the commit
+ * messages that set it). */
+#define CG_CONTROL_NOPERIOD 16           /* intervals per epoch while no period is known */
+#define CG_CONTROL_MIN_EPOCH_NS 3000000u /* shortest epoch, ns (probing costs whole epochs) */
+#define CG_CONTROL_MAX_PERIODS 64        /* longest epoch, in loop periods */
+#define CG_CONTROL_PERIOD_CHECK 6        /* intervals a period must repeat over to be believed */
+/* Eager must beat deferral by this share of the time per op to win; in a tie the graphs stay
+ * (they spare the host its launch calls, and the decision then does not follow the noise). */
 #define CG_CONTROL_MARGIN 0.02
-/* Graphs faster in every sample by this factor win after two graphed epochs and one eager;
- * eager faster by CG_CONTROL_CLEAR_EAGER wins after two of each. */
-#define CG_CONTROL_CLEAR 0.67
-#define CG_CONTROL_CLEAR_EAGER 0.8
-/* Medians closer than this share need CG_CONTROL_CLOSE_SAMPLES of each mode (control.h) to
- * confirm the standing decision (three of each can fall either way), and CG_CONTROL_SAMPLES to
- * overturn it. Confirming takes no more: in so close a call the decision moves the time by a
- * few percent at most, while each eager epoch gives up replay (a PyTorch transformer's
- * close-call probe of 7 eager epochs ran 3% of its 200 steps eagerly). */
+#define CG_CONTROL_CLEAR 0.67            /* graphed/eager: a win on 2 graphed, 1 eager epoch */
+#define CG_CONTROL_CLEAR_EAGER 0.8       /* eager/graphed: a win on 2 epochs of each */
+/* Medians closer than this share are a close call: CG_CONTROL_CLOSE_SAMPLES of each mode confirm
+ * the standing decision, CG_CONTROL_SAMPLES overturn it (control.h). */
 #define CG_CONTROL_CLOSE 0.03
-#define CG_CONTROL_HOLD_FIRST 16       /* epochs a decision holds at first, */
-#define CG_CONTROL_HOLD_CLEAR 64       /* after a clear win, */
-#define CG_CONTROL_HOLD_MAX 1024       /* and at most, doubling while the same mode wins */
-/* The losing mode's epochs of a probe cost the program time: a decision holds long enough that
- * the next probe costs at most this share of the time held (a C loop four times faster in
- * graphs: one eager epoch per ~400 graphed ones). */
-#define CG_CONTROL_PROBE_SHARE 0.01
-/* And a decision for graphs holds long enough that the next probe's eager epochs are at most
- * this share of the epochs held: each is replay given up, even where it costs little time (a
- * win of a few percent re-probed every 16 epochs ran eager 6% of the time; at 2%, a 200-step
- * PyTorch loop probed twice, 3-4.5% of its ops eager). */
-#define CG_CONTROL_PROBE_EPOCHS 0.01
-/* The first probe's eager epochs are a price a short job never earns back, and the graphs have
- * passed their chunks' tests already: they run CG_CONTROL_TRUST settled epochs before it, and
- * CG_CONTROL_TRUST_NS of them at least (control.h). An epoch can be 3 ms: 16 of a C loop's are
- * 50 ms, and a 50-step trainer ended inside its first probe's eager epochs; with 200 ms, a
- * 200-step PyTorch loop of 2 ms steps probed at its 110th step and ran 2-5% of its ops eagerly
- * for it. What those tests cannot see (work held back from a GPU the host then waits for, in
- * ways no chunk shows alone) is what the probe measures after them. CG_CONTROL_TRUST_SLOW
- * graphed epochs in a row, each clearly slower than every eager epoch before the graphs
- * (CG_CONTROL_CLEAR_EAGER), end the trust at once; otherwise a wrong trust costs the trust's
- * epochs at most, each slower by less than that margin: a job that runs for minutes does not
- * notice, a shorter one never reaches its probe. One such epoch alone is not enough: in a
- * short multi-stream program a single epoch now and then runs that slow in either mode, and a
- * probe started on it took half the program's ops eager. */
+#define CG_CONTROL_HOLD_FIRST 16         /* epochs a decision holds at first, */
+#define CG_CONTROL_HOLD_CLEAR 64         /* after a clear win, */
+#define CG_CONTROL_HOLD_MAX 1024         /* and at most (doubling while the same mode wins) */
+#define CG_CONTROL_PROBE_SHARE 0.01      /* the next probe's losing epochs, share of a hold */
+#define CG_CONTROL_PROBE_EPOCHS 0.01     /* its eager epochs, share of the epochs held */
+/* Settled graphed epochs run unmeasured before the first probe (and CG_CONTROL_TRUST_NS at
+ * least): the graphs passed their chunks' tests already, and a short job never earns back a
+ * probe's eager epochs. CG_CONTROL_TRUST_SLOW graphed epochs in a row, each slower than every
+ * eager epoch before the graphs by CG_CONTROL_CLEAR_EAGER, end the trust at once (one alone is
+ * noise in a short multi-stream program). */
 #define CG_CONTROL_TRUST 16
 #define CG_CONTROL_TRUST_SLOW 2
-/* Epochs in a row that a probe may skip because graphs were built or timed in them (one-time
- * costs that say nothing about either mode); after that the epoch counts as it is. */
-#define CG_CONTROL_UNSETTLED_MAX 3
+#define CG_CONTROL_UNSETTLED_MAX 3       /* epochs in a row skipped for graph builds or timing */
 
 void cg_control_init(struct cg_control *c)
 {

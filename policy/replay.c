@@ -170,8 +170,8 @@ void cg_launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 	cg_chunk_reset(s);
 }
 
-/* The deferred ops grew by one: launch a chunk they complete unless a longer one may cg_follow_deferred,
- * and not wait for a longer one where the complete one is what ran at this place before (a
+/* The deferred ops grew by one: launch a chunk they complete unless a longer one may still
+ * follow, and not wait for a longer one where the complete one is what ran at this place before (a
  * longer one that then stopped matching would cost the deferred ops a divergence). */
 static void after_match(struct cg_stream *s)
 {
@@ -230,7 +230,7 @@ bool cg_start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t has
 	if (!s->ncand)
 		return false;
 	/* The chunk of this place has no graph: a candidate that it begins with completes here
-	 * (prefer the longest such). None does: they can only cg_diverge, so once this place is
+	 * (prefer the longest such). None does: they can only diverge, so once this place is
 	 * settled (a chunk learned from wherever a flush or a divergence left the deferred ops,
 	 * different every time, is no reason to stay eager), its ops run eagerly as that chunk. */
 	if (here && !s->expect) {
@@ -242,7 +242,7 @@ bool cg_start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t has
 					s->expect = s->cand[i];
 			/* Settled too: a place where a chunk still learning came at each sighting so far,
 			 * unrivalled. Deferred, its next sighting (the one that arms it, at the default
-			 * warmup) would only cg_diverge, or be cut by the boundary that ends it while still a
+			 * warmup) would only diverge, or be cut by the boundary that ends it while still a
 			 * prefix, and lose the graph it earns where its learning holds it. */
 			bool settled = margin >= CG_PLACE_SETTLED ||
 			               (t->state == CG_CHUNK_LEARNING && margin >= t->seen);

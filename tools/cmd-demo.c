@@ -12,6 +12,7 @@
 
 #include "cugraft.h"
 #include "reportfile.h"
+#include "policy/reason.h"
 
 /* In a forked child, so that a broken driver cannot hurt the command. */
 static bool cg_demo_have_gpu(void)
@@ -80,6 +81,18 @@ static void cg_demo_parse(struct cg_demo_run *r)
 	r->checksums = sums;
 }
 
+/* Why ops ran eagerly, by count, each with its hint from the one list of reasons (policy/reason.h). */
+static void cg_demo_reasons(const struct cg_counts *fb)
+{
+	for (size_t i = 0; fb && i < fb->n; i++) {
+		const char *hint = "";
+		for (int r = 0; r < CG_R_COUNT; r++)
+			if (strcmp(cg_reason_name((enum cg_reason)r), fb->names[i]) == 0)
+				hint = cg_reason_hint((enum cg_reason)r);
+		printf("    %8.0f  %s%s%s\n", fb->counts[i], fb->names[i], *hint ? ": " : "", hint);
+	}
+}
+
 int cg_cmd_demo(int argc, char **argv)
 {
 	const char *iters = NULL, *report = NULL;
@@ -111,7 +124,11 @@ int cg_cmd_demo(int argc, char **argv)
 		const char *old = getenv("LD_LIBRARY_PATH");
 		if (asprintf(&ld_path, "%s%s%s", fake, old && *old ? ":" : "", old && *old ? old : "") < 0)
 			return 1;
-		printf("no GPU: running against the CPU fake driver; times are not GPU figures\n");
+		printf("no GPU: both runs use the CPU fake driver of the build tree (tests/fakecuda),\n"
+		       "which runs every kernel on the CPU. The times below compare two CPU simulations:\n"
+		       "they are not GPU figures and say nothing of the speedup on a GPU. What this run\n"
+		       "does show: whether the results are bitwise equal, and how much of the work\n"
+		       "cugraft replayed from graphs.\n\n");
 	}
 
 	char *args[8];
@@ -160,7 +177,8 @@ int cg_cmd_demo(int argc, char **argv)
 	printf("  eager      %10.2f us/iter   exit %d   checksum %s\n", eager.iter_us, eager.status, eager.checksums);
 	printf("  cugraft    %10.2f us/iter   exit %d   checksum %s\n", graphed.iter_us, graphed.status, graphed.checksums);
 	if (eager.iter_us > 0 && graphed.iter_us > 0)
-		printf("  speedup    %.2fx (eager time / cugraft time)\n", eager.iter_us / graphed.iter_us);
+		printf("  speedup    %.2fx (eager time / cugraft time%s)\n", eager.iter_us / graphed.iter_us,
+		       gpu ? "" : "; CPU simulation, not a GPU figure");
 	bool equal = eager.checksums[0] != '\0' && strcmp(eager.checksums, graphed.checksums) == 0;
 	printf("  results    %s\n", equal ? "bitwise equal" : eager.checksums[0] ? "DIFFERENT" : "no checksum printed");
 	if (!equal || eager.status != 0 || graphed.status != 0)
@@ -170,15 +188,14 @@ int cg_cmd_demo(int argc, char **argv)
 	struct cg_merged m = { 0 };
 	if (access(path, F_OK) == 0 && cg_rfile_load(&f, path)) {
 		cg_merged_add_file(&m, &f);
-		cg_rfile_free(&f);
-		printf("  report     graph_launches %.0f · ops_replayed %.0f · ops_eager %.0f\n",
-		       cg_merged_total(&m, "graph_launches", 0), cg_merged_total(&m, "ops_replayed", 0),
-		       cg_merged_total(&m, "ops_eager", 0));
+		double ops = cg_merged_total(&m, "ops", 0), replayed = cg_merged_total(&m, "ops_replayed", 0);
+		printf("  replayed   %.0f of %.0f ops (%.1f%%) ran inside %.0f graph launches\n", replayed,
+		       ops, ops > 0 ? 100.0 * replayed / ops : 0.0, cg_merged_total(&m, "graph_launches", 0));
 		const struct cg_counts *fb = cg_merged_map(&m, "fallbacks");
-		printf("  fallbacks ");
-		for (size_t i = 0; fb && i < fb->n; i++)
-			printf(" %s %.0f", fb->names[i], fb->counts[i]);
-		printf("%s\n", fb && fb->n ? "" : " none");
+		printf("  the rest   %.0f ops ran eagerly, as the program submitted them%s\n",
+		       cg_merged_total(&m, "ops_eager", 0), fb && fb->n ? "; why (ops, reason):" : "");
+		cg_demo_reasons(fb);
+		cg_rfile_free(&f);
 		cg_merged_free(&m);
 	} else {
 		printf("  report     none written (%s)\n", path);

@@ -1,6 +1,7 @@
 /* The `cugraft` command: dispatches to one subcommand per file (cmd-run.c, cmd-report.c,
  * cmd-profile.c, cmd-demo.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cugraft.h"
@@ -21,7 +22,14 @@ static int cg_usage(FILE *out, int status)
 	fprintf(out, "usage: cugraft COMMAND [ARGS]\n\n");
 	for (size_t i = 0; i < sizeof cg_cmds / sizeof cg_cmds[0]; i++)
 		fprintf(out, "  %-8s %s\n", cg_cmds[i].name, cg_cmds[i].what);
-	fprintf(out, "\n`cugraft COMMAND --help` for each; `man cugraft`.\n");
+	/* From a build tree the man page is not installed yet: name the one built next to the
+	 * command. */
+	char *page = cg_tool_find("cugraft.1", NULL);
+	if (page != NULL)
+		fprintf(out, "\n`cugraft COMMAND --help` for each; `man -l %s`.\n", page);
+	else
+		fprintf(out, "\n`cugraft COMMAND --help` for each; `man cugraft`.\n");
+	free(page);
 	return status;
 }
 

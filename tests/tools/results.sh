@@ -1,0 +1,30 @@
+#!/bin/sh
+# bench/table's results file on the CPU fake driver: bench/sweep's runs of a workload (as
+# bench/table collects them) go through bench/results.py, which must write
+# <date>-<gpu>-<commit>.md and the CSV beside it, with the machine, the command, the table row
+# and every run. Skipped (77) while the workload or the fake driver is not built.
+# usage: results.sh CUGRAFT SRCDIR BUILDDIR
+set -u
+SRC=$2 BUILD=$3
+PROG=$BUILD/bench/workloads/mb-driver
+[ -x "$PROG" ] && [ -f "$BUILD/tests/fakecuda/libcuda.so.1" ] || exit 77
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+  SWEEP_CSV=$tmp/runs.csv SWEEP_NAME=mb-200 \
+  "$SRC/bench/sweep" "$BUILD" 2 default -- "$PROG" --kernels 200 --iters 50 --sync > "$tmp/table.txt" ||
+  fail "sweep exited $?"
+echo "mb-200: the floor                  launch calls 1.00 ms; the job is host-bound: at most 2.50x" >> "$tmp/table.txt"
+python3 "$SRC/bench/results.py" --runs "$tmp/runs.csv" --floors "$tmp/table.txt" --dir "$tmp/results" \
+  --gpu "FakeCUDA CPU" --driver 13.0 --cuda 13.0 --date 2026-01-02 --commit abc1234 \
+  --command "bench/table --rounds 2 --only mb-200" || fail "results.py exited $?"
+md=$tmp/results/2026-01-02-fakecuda-cpu-abc1234.md
+[ -f "$md" ] || fail "no $md: $(ls "$tmp/results")"
+[ -f "${md%.md}.csv" ] || fail "no CSV beside $md"
+cat "$md"
+for want in "FakeCUDA CPU" "driver 13.0" "bench/table --rounds 2 --only mb-200" "| mb-200 | default |" \
+            "at most 2.50x" "## Every run" "| mb-200 | eager | 2 |"; do
+  grep -qF -- "$want" "$md" || fail "missing from the results file: $want"
+done
+[ "$(grep -c '^| mb-200 | ' "$md")" -eq 5 ] || fail "want 1 table row and 4 runs"
