@@ -24,7 +24,7 @@ static int cg_usage(FILE *out, int status)
 		fprintf(out, "  %-8s %s\n", cg_cmds[i].name, cg_cmds[i].what);
 	/* From a build tree the man page is not installed yet: name the one built next to the
 	 * command. */
-	char *page = cg_tool_find("cugraft.1", NULL);
+	char *page = cg_tool_build_man_page();
 	if (page != NULL)
 		fprintf(out, "\n`cugraft COMMAND --help` for each; `man -l %s`.\n", page);
 	else

@@ -22,6 +22,8 @@ char *cg_tool_library(void);
 char *cg_tool_demo_work(void);
 /* The CPU fake driver `cugraft demo` runs against where there is no GPU. */
 char *cg_tool_fake_driver(void);
+/* The man page built beside the command in a build tree (not installed yet), or NULL. */
+char *cg_tool_build_man_page(void);
 
 /* An environment change applied in the child: value NULL unsets. */
 struct cg_env { const char *name, *value; };

@@ -105,6 +105,11 @@ char *cg_tool_fake_driver(void)
 	return cg_tool_look(&fake, false);
 }
 
+char *cg_tool_build_man_page(void)
+{
+	return cg_tool_beside("cugraft.1");
+}
+
 char *cg_preload_value(const char *lib)
 {
 	const char *old = getenv("LD_PRELOAD");
