@@ -173,6 +173,8 @@ def main():
     print("step_ms %.4f" % step_ms)
     print("iter_us %.3f" % (step_ms * 1e3))
     print("cpu_ms %.4f" % cpu_ms)
+    # what the device has left at the end: cugraft's graphs (held until exit) show here
+    print("device_free_mib %.1f" % (torch.cuda.mem_get_info()[0] / 2**20))
 
 
 def graph_step(model, opt, xs, ys):
