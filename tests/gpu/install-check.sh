@@ -84,9 +84,12 @@ cmp -s "$W/nvtx.loss" "$W/transformer.eager.loss" || bad "losses differ under CU
 awk '$1 == "push" || $1 == "mark" { n = $4 " " $5; sub(/ chunk=.*| ops=.*/, "", n); c[$1 " " n]++ }
      END { for (k in c) print c[k], k }' "$W/nvtx.txt" | sort -rn | head -20
 
-echo "== 4. step_ms, transformer, 5 interleaved rounds: NVTX unset, on without a tool, recorded"
+echo "== 4. step_ms, transformer, 5 interleaved rounds (order reversed every other round): NVTX"
+echo "   unset, on without a tool, recorded"
 for r in 1 2 3 4 5; do
-	for k in unset on tool; do
+	order="unset on tool"
+	[ $((r % 2)) = 0 ] && order="tool on unset"
+	for k in $order; do
 		rm -f "$W/nvtx.txt" "$W/nvtx.jsonl"
 		echo "$k $(nvtx_run $k)"
 	done
