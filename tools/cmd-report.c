@@ -292,6 +292,10 @@ static void cg_print_totals(const struct cg_merged *m)
 			       captured);
 		printf("  saved      ~%.1f ms host time (estimate)\n",
 		       cg_merged_total(m, "host_time_saved_us", 0) / 1000.0);
+		double graph_mem = cg_merged_total(m, "graph_memory_peak_bytes", -1);
+		if (graph_mem > 0)
+			printf("  memory     the graphs held %.1f MiB of device memory at most (estimate)\n",
+			       graph_mem / (1 << 20));
 		double escaped = cg_merged_total(m, "escaped_launches", -1);
 		if (escaped >= 0)
 			printf("  escaped    %.0f launches bypassed interception (audit)\n", escaped);

@@ -607,6 +607,11 @@ graph-memory) # the device memory graphs hold (the fake takes 64 KiB and 256 byt
   [ "$built" -gt 0 ] || fail "no graph built"
   peak=$(summary "$tmp/s.jsonl" graph_memory_peak_bytes)
   [ "$peak" -ge 65536 ] || fail "graph_memory_peak_bytes $peak with $built graphs built"
+  cmd=$(dirname "$progs")/../tools/cugraft
+  if [ -x "$cmd" ]; then
+    "$cmd" report "$tmp/s.jsonl" | grep -q '^  memory .* MiB of device memory' ||
+      fail "cugraft report does not say what the graphs held"
+  fi
   ;;
 alike) # two chunks of a step that begin with the same kernel, the first step's first launch of
   # an unproven shape: each chunk is learned at its first sighting, and its second, held as it
