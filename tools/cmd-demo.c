@@ -124,11 +124,11 @@ int cg_cmd_demo(int argc, char **argv)
 		const char *old = getenv("LD_LIBRARY_PATH");
 		if (asprintf(&ld_path, "%s%s%s", fake, old && *old ? ":" : "", old && *old ? old : "") < 0)
 			return 1;
-		printf("no GPU: both runs use the CPU fake driver of the build tree (tests/fakecuda),\n"
+		printf("no GPU: both runs use the CPU fake driver (%s),\n"
 		       "which runs every kernel on the CPU. The times below compare two CPU simulations:\n"
 		       "they are not GPU figures and say nothing of the speedup on a GPU. What this run\n"
 		       "does show: whether the results are bitwise equal, and how much of the work\n"
-		       "cugraft replayed from graphs.\n\n");
+		       "cugraft replayed from graphs.\n\n", fake);
 	}
 
 	char *args[8];
