@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include "fake_backend.h"
@@ -180,6 +181,35 @@ static void timing_end(void *be, void *stream, bool ok)
 
 static uint64_t decisions[2];  /* the controller's, over all traces: [0] eager, [1] graphs */
 
+/* CG_PROPERTY_DIGEST=FILE writes one line per trace: a hash of what the engine did with it
+ * (every counter, the backend's calls and events, which ops ran from a graph). Two builds of
+ * the engine that give the same file behave the same on every trace: the check behind a change
+ * meant to preserve behaviour. */
+static FILE *digest_out;
+
+static uint64_t digest_mix(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void digest_trace(uint64_t seed, const struct world *w, const struct cg_stats *end)
+{
+	uint64_t h = digest_mix(0xcbf29ce484222325ull, end, sizeof(*end));
+	long counts[] = { w->fb.graph_launches, w->fb.patches, w->fb.eager, w->fb.built,
+	                  (long)w->fb.ndecisions };
+	h = digest_mix(h, counts, sizeof(counts));
+	h = digest_mix(h, w->fb.events, sizeof(w->fb.events));
+	h = digest_mix(h, w->fb.fallback_events, sizeof(w->fb.fallback_events));
+	for (size_t i = 0; i < w->fb.nlog; i++) {
+		uint32_t at[2] = { w->fb.log[i].stream, w->fb.log[i].in_graph };
+		h = digest_mix(h, at, sizeof(at));
+	}
+	fprintf(digest_out, "%llu %016llx\n", (unsigned long long)seed, (unsigned long long)h);
+}
+
 /* Runs one trace; returns ops replayed (to check the property is not vacuous). */
 static uint64_t run_trace(uint64_t seed)
 {
@@ -248,6 +278,8 @@ static uint64_t run_trace(uint64_t seed)
 	assert_int_equal(end.graphs_alive, 0);
 	if (w.cfg.record_only)
 		assert_int_equal(end.ops_replayed, 0);
+	if (digest_out)
+		digest_trace(seed, &w, &end);
 	for (uint32_t i = 0; i < w.fb.ndecisions; i++)
 		decisions[w.fb.decision[i].defer]++;
 	fake_backend_fini(&w.fb);
@@ -257,6 +289,9 @@ static uint64_t run_trace(uint64_t seed)
 static void test_random_traces_run_exactly_once_in_order(void **state)
 {
 	uint64_t replayed = 0, replaying_traces = 0;
+	const char *digest = getenv("CG_PROPERTY_DIGEST");
+	if (digest && *digest && !(digest_out = fopen(digest, "w")))
+		fail_msg("cannot write %s", digest);
 	for (uint64_t seed = 1; seed <= TRACES; seed++) {
 		uint64_t n = run_trace(seed);
 		replayed += n;
@@ -270,6 +305,8 @@ static void test_random_traces_run_exactly_once_in_order(void **state)
 	              (unsigned long long)decisions[0], (unsigned long long)decisions[1]);
 	print_message("%llu of %d traces replayed, %llu ops from graphs\n",
 	              (unsigned long long)replaying_traces, TRACES, (unsigned long long)replayed);
+	if (digest_out)
+		fclose(digest_out);
 }
 
 int main(void)
