@@ -47,13 +47,68 @@ double cg_engine_launch_saved_us(const struct cg_engine_config *cfg, double ops,
 	return cg_gate_launch_saved_us(&c, ops, graph_launches);
 }
 
+/* ---- the state machine's one transition ---------------------------------------------- */
+
+static void mark_pending(struct cg_stream *s)
+{
+	uint64_t now = s->e->now_ns();
+	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+}
+
+void cg_set_mode(struct cg_stream *s, enum cg_mode to)
+{
+	enum cg_mode from = s->mode;
+	switch (to) {
+	case CG_MODE_LEARNING:
+		CG_ASSERT(from != CG_MODE_LEARNING);
+		s->defer.ncand = 0;
+		s->defer.complete = NULL;
+		s->defer.expect = NULL;
+		s->rest.chunk = NULL;
+		s->hold = NULL;
+		__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
+		break;
+	case CG_MODE_HOLDING:
+		/* at a chunk start, for a learning chunk it may earn its graph or a sample */
+		CG_ASSERT(from == CG_MODE_LEARNING && !s->sc.n);
+		CG_ASSERT(s->hold && s->hold->state == CG_CHUNK_LEARNING);
+		mark_pending(s);
+		break;
+	case CG_MODE_DEFERRING:
+		/* its first op deferred: a prefix of every candidate, none of them a rest */
+		CG_ASSERT(from == CG_MODE_LEARNING && s->sc.n == 1 && !s->hold && !s->rest.chunk);
+		CG_ASSERT(s->defer.ncand > 0 && s->defer.ncand <= s->defer.cap);
+		mark_pending(s);
+		break;
+	case CG_MODE_DEFERRING_REST:
+		CG_ASSERT(from == CG_MODE_LEARNING && s->sc.n == 1 && !s->hold && !s->defer.ncand);
+		CG_ASSERT(s->rest.chunk && s->rest.at < s->rest.chunk->n);
+		mark_pending(s);
+		break;
+	}
+	s->mode = to;
+}
+
+/* ---- learning: where the chunk being learned is cut ------------------------------------- */
+
+/* What ends the learning chunk after its latest op, the first of them that applies. */
+enum cut {
+	CUT_NONE,
+	CUT_UNIT,     /* a short loop's unit is whole (loop.h) */
+	CUT_PLACE,    /* the chunk that ran at this place ends here */
+	CUT_SPLIT,    /* the first half of an exposed chunk (samples.c) */
+	CUT_CONTENT,  /* a content-defined cut: the op's hash */
+	CUT_LENGTH,   /* the chunk is at its longest */
+};
+
 /* A unit of a short loop ends here, after ops that are no part of it (the stretch before the
  * loop was found, extra work): they ran eagerly and are forgotten, so that the unit is learned
  * as the chunk it will be (ops held for a sample run first: the hold was for another chunk).
  * The flushed ops come first in the scratch, then the passed ones. */
 static void drop_front(struct cg_stream *s, uint32_t k)
 {
-	if (s->hold)
+	CG_ASSERT(k > 0 && k <= s->sc.n);
+	if (s->mode == CG_MODE_HOLDING)
 		cg_release_hold(s, true);
 	uint32_t flushed = s->sc.n - s->passed;
 	uint32_t passed = k > flushed ? k - flushed : 0;
@@ -65,91 +120,98 @@ static void drop_front(struct cg_stream *s, uint32_t k)
 	cg_scratch_drop_front(&s->sc, k);
 }
 
-/* The learning chunk, `n` ops, is shorter than the unit whose cut is due: when the chunk content
- * cut right before it holds the unit's front, it is put back in front of it. Returns the ops now
- * in the chunk. */
-static uint32_t unit_front(struct cg_stream *s, uint32_t n)
+/* The learning chunk is shorter than the unit whose cut is due: when the chunk content cut
+ * right before it holds the unit's front, it is put back in front of it. */
+static void unit_front(struct cg_stream *s)
 {
 	const struct cg_chunk *t = s->cut_before;
-	uint32_t k = s->per.unit - n;
-	if (!t || s->hold || t->n < k || s->cut_before_end != s->chunk_first ||
+	uint32_t k = s->per.unit - s->sc.n;
+	if (!t || s->mode == CG_MODE_HOLDING || t->n < k || s->cut_before_end != s->chunk_first ||
 	    !cg_scratch_prepend(&s->sc, t, k, s->e->mem))
-		return n;
+		return;
 	s->chunk_first -= k;
-	return s->sc.n;
+	CG_ASSERT(s->sc.n == s->per.unit);
+}
+
+/* A short loop's chunks are its units: the learning chunk is brought in step with the unit
+ * whose cut is due, as the loop says (cg_loop_align). True where that unit is cut here. */
+static bool align_to_unit(struct cg_stream *s)
+{
+	struct cg_loop_fit f = cg_loop_align(&s->per, s->sc.n, s->chunk_first, s->len_max,
+	                                     s->e->cfg.chunk_max);
+	if (f.drop)
+		drop_front(s, f.drop);
+	else if (f.front)
+		unit_front(s);
+	return s->per.cut && !(s->per.unit && s->sc.n < s->per.unit);
+}
+
+static enum cut pick_cut(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	const struct cg_engine *e = s->e;
+	/* Where an eager run at a place ends, asked before a short loop's unit drops what came
+	 * before it. A loop no longer than a chunk is cut at its units only: a content-defined cut
+	 * would make its chunks longer or shorter than a unit, or out of step with it. */
+	bool place = cg_place_chunk_ends(s, op, hash);
+	bool content = !s->per.unit && s->sc.n >= e->chunk_min && (hash >> 32) < e->cdc_below;
+	if (align_to_unit(s))
+		return CUT_UNIT;
+	if (place)
+		return CUT_PLACE;
+	if (!s->per.unit && cg_split_here(s))
+		return CUT_SPLIT;
+	if (content)
+		return CUT_CONTENT;
+	return s->sc.n >= s->len_max ? CUT_LENGTH : CUT_NONE;
+}
+
+/* The held ops reach a cut, or outgrow the chunk held for: complete, they run as that chunk
+ * (its graph, or a sample), this op too; else they run eagerly, all but this op. */
+static enum cg_verdict settle_hold(struct cg_stream *s, bool ends)
+{
+	if (ends && s->sc.n == s->hold->n) {
+		cg_hold_complete(s);
+		return CG_TAKEN;
+	}
+	cg_release_hold(s, true);
+	return CG_PASS;
+}
+
+/* The learning chunk of `n` ops ends (`cut`): a chunk content cut holds this occurrence's
+ * arguments (cg_learned), where a short loop's first unit can begin. */
+static void end_chunk(struct cg_stream *s, enum cut cut, uint32_t n)
+{
+	uint64_t first = s->chunk_first;
+	s->length_cut = cut == CUT_LENGTH;
+	struct cg_chunk *t = cg_cut(s, true, true);
+	if (cut == CUT_CONTENT && t && t->state == CG_CHUNK_LEARNING && t->n == n) {
+		s->cut_before = t;
+		s->cut_before_end = first + n;
+	}
 }
 
 /* The op runs eagerly (the caller submits it, unless it is held) and is learned. */
 static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
-	const struct cg_engine *e = s->e;
-	const struct cg_chunk *h = s->hold;
-	bool held = h && ((s->sc.n < h->n && cg_chunk_op_matches(h, s->sc.n, op, hash)) ||
-	                  cg_hold_switch(s, op, hash));
-	if (h && !held)
-		cg_release_hold(s, false);
+	CG_ASSERT(s->mode == CG_MODE_LEARNING || s->mode == CG_MODE_HOLDING);
+	bool held = s->mode == CG_MODE_HOLDING && cg_hold_takes(s, op, hash);
 	cg_push_op(s, op, hash);
 	if (!held) {
 		s->passed++;
 		ST(s, ops_eager, 1);
 	}
+	CG_ASSERT(s->passed <= s->sc.n);
+	enum cut cut = pick_cut(s, op, hash);
 	uint32_t n = s->sc.n;
-	/* Where an eager run at a place ends (its chunk's last op), asked before a short loop's
-	 * unit drops what came before it. */
-	bool place = cg_place_chunk_ends(s, op, hash);
-	/* A loop no longer than a chunk is cut at its units only (loop.h): a content-defined cut
-	 * would make its chunks longer or shorter than a unit, or out of step with it. */
-	bool content = !s->per.unit && n >= e->chunk_min && (hash >> 32) < e->cdc_below;
-	if (s->per.cut && s->per.unit && n > s->per.unit)
-		drop_front(s, n - s->per.unit);
-	/* Before a short loop's first unit ends, what comes before it can go, not the unit. */
-	if (n >= e->cfg.chunk_max && s->per.unit && s->per.due_at != UINT64_MAX) {
-		uint64_t start = s->per.due_at + 1 - s->per.unit;
-		if (start > s->chunk_first && start - s->chunk_first < n)
-			drop_front(s, (uint32_t)(start - s->chunk_first));
-		n = s->sc.n;
-	}
-	/* A short loop's chunk at its longest between two of its units' cuts (a unit of more than
-	 * half a chunk, whose cut once fell where the chunk was shorter): its oldest ops go, not the
-	 * chunk, so that the next cut finds a whole unit. Cut here, the chunks would be of the
-	 * chunk's length, out of step with the loop, and learned again every iteration. */
-	if (n >= s->len_max && s->per.unit && s->per.anchor && !s->per.cut) {
-		drop_front(s, n - (s->len_max - 1));
-		n = s->sc.n;
-	}
-	/* A unit's cut where the chunk is shorter than a unit: a cut made before the loop was
-	 * found (by content) fell inside its first unit. The chunk content cut there holds the
-	 * unit's front (its ops and arguments, as they ran): the unit is whole again, and its graph
-	 * comes now rather than a unit later. Else cut there too, the loop would replay in graphs
-	 * of that part's length for good (a loop of one kernel in graphs of 18, not 32); the part
-	 * runs on to the next anchor cut, a unit later, and its front is dropped there. */
-	if (s->per.cut && s->per.unit && n < s->per.unit)
-		n = unit_front(s, n);
-	bool unit_cut = s->per.cut && !(s->per.unit && n < s->per.unit);
-	bool split = !s->per.unit && cg_split_here(s);
-	bool ends = content || unit_cut || place || split || n >= s->len_max;
 	enum cg_verdict v = CG_PASS;
-	if (s->hold) {
+	if (s->mode == CG_MODE_HOLDING) {
 		/* (a chunk cut by a boundary is complete when the boundary comes) */
-		if (!ends && n <= s->hold->n)
+		if (!cut && n <= s->hold->n)
 			return CG_TAKEN;
-		if (ends && n == s->hold->n) {
-			cg_hold_complete(s);  /* runs this op too */
-			v = CG_TAKEN;
-		} else {
-			cg_release_hold(s, true);
-		}
+		v = settle_hold(s, cut != CUT_NONE);
 	}
-	if (ends) {
-		s->length_cut = !content && !unit_cut && !place && !split;
-		uint64_t first = s->chunk_first;
-		struct cg_chunk *t = cg_cut(s, true, true);
-		if (content && !unit_cut && !place && !split && t && t->state == CG_CHUNK_LEARNING &&
-		    t->n == n) {
-			s->cut_before = t;  /* holds this occurrence's arguments (cg_learned) */
-			s->cut_before_end = first + n;
-		}
-	}
+	if (cut)
+		end_chunk(s, cut, n);
 	return v;
 }
 
@@ -245,6 +307,26 @@ static void control_eager(struct cg_stream *s, const struct cg_op *op, uint64_t 
 		}
 }
 
+/* A chunk starts with `op` (no op is pending): deferred where it starts an armed chunk worth
+ * deferring for, or the rest of the chunk the latest boundary cut short (`cut_short`); else it
+ * may be held for a learning sample or for the graph this sighting earns. True: taken. */
+static bool start_chunk(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
+                        struct cg_rest cut_short)
+{
+	if (!control_defers(s->e)) {
+		control_eager(s, op, hash);
+		return false;
+	}
+	/* the chunk that ran at this place lately, which both ask after */
+	uint32_t margin = 0;
+	uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
+	if (cg_start_deferral(s, op, hash, here, margin) ||
+	    cg_start_rest(s, cut_short.chunk, cut_short.at, op, hash))
+		return true;
+	cg_start_hold(s, op, hash, here);
+	return false;
+}
+
 enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 {
 	uint64_t hash = op->hash ? op->hash : cg_sig_hash(op->sig, op->sig_len);
@@ -255,51 +337,65 @@ enum cg_verdict cg_submit(struct cg_stream *s, const struct cg_op *op)
 	if (s->e->cfg.measure)
 		control_op(s);
 	cg_loop_push(&s->per, hash, s->e->mem);
-	if (s->deferring && s->rest) {
+	CG_ASSERT((s->mode == CG_MODE_LEARNING) == !cg_stream_pending(s));
+	switch (s->mode) {
+	case CG_MODE_DEFERRING_REST:
 		if (cg_follow_rest(s, op, hash))
 			return CG_TAKEN;
 		cg_rest_eager(s);
 		return learn(s, op, hash);
-	}
-	if (s->deferring) {
+	case CG_MODE_DEFERRING:
 		if (cg_follow_deferred(s, op, hash))
 			return CG_TAKEN;
-		if (!s->complete) {
+		if (!s->defer.complete) {
 			cg_diverge(s, op, hash);
 			return learn(s, op, hash);
 		}
-		cg_launch_chunk(s, s->complete);  /* then `op` starts a chunk */
+		cg_launch_chunk(s, s->defer.complete);  /* then `op` starts a chunk */
 		s->just_launched = 0;
+		break;
+	case CG_MODE_LEARNING:
+	case CG_MODE_HOLDING:
+		break;
 	}
-	/* A boundary's rest is for the op right after it. */
-	struct cg_chunk *rest = s->rest;
-	s->rest = NULL;
-	if (!s->sc.n && !s->e->cfg.record_only) {
-		if (control_defers(s->e)) {
-			/* the chunk that ran at this place lately, which both ask after */
-			uint32_t margin = 0;
-			uint64_t here = s->place ? cg_places_predict(&s->places, s->place, &margin) : 0;
-			if (cg_start_deferral(s, op, hash, here, margin) ||
-			    cg_start_rest(s, rest, s->rest_at, op, hash))
-				return CG_TAKEN;
-			cg_start_hold(s, op, hash, here);
-		} else {
-			control_eager(s, op, hash);
-		}
-	}
+	/* What a boundary cut short is for the op right after it. */
+	struct cg_rest cut_short = s->cut_short;
+	s->cut_short.chunk = NULL;
+	if (!s->sc.n && !s->e->cfg.record_only && start_chunk(s, op, hash, cut_short))
+		return CG_TAKEN;
 	return learn(s, op, hash);
 }
 
-/* Pending work must go now: as its graph when it is exactly an armed chunk, else eagerly (and
- * it then continues as a learning chunk). */
-static void end_deferral(struct cg_stream *s, enum cg_reason why)
+/* Deferred work must go now: as the graph of `t` where it is exactly that armed chunk, else
+ * eagerly (and it then continues as a learning chunk). */
+static void end_deferral(struct cg_stream *s, struct cg_chunk *t, enum cg_reason why)
 {
-	if (s->complete) {
-		cg_launch_chunk(s, s->complete);
+	CG_ASSERT(s->mode == CG_MODE_DEFERRING || s->mode == CG_MODE_DEFERRING_REST);
+	if (t) {
+		cg_launch_chunk(s, t);
 		return;
 	}
 	cg_submit_deferred(s, why, (struct cg_event){ .op_index = s->chunk_first, .chunk_ops = s->sc.n });
 	s->why = why;
+}
+
+/* The candidate the deferred ops are exactly (NULL: none, or not deferring for candidates). */
+static struct cg_chunk *complete_of(const struct cg_stream *s)
+{
+	return s->mode == CG_MODE_DEFERRING ? s->defer.complete : NULL;
+}
+
+/* At a boundary: the armed chunk whose ops the boundary cuts short, and how many of them came
+ * before it (the ops after it may be its rest). Deferring a rest already, or no op since the
+ * boundary that cut it, the rest goes on. */
+static struct cg_rest cut_short_here(const struct cg_stream *s)
+{
+	CG_ASSERT(s->mode == CG_MODE_LEARNING || !s->cut_short.chunk);
+	struct cg_rest r = s->mode == CG_MODE_DEFERRING_REST ? s->rest : s->cut_short;
+	r.at = (r.chunk ? r.at : 0) + s->sc.n;
+	if (s->mode == CG_MODE_DEFERRING)
+		r.chunk = cg_defer_cut_short(s, r.at);
+	return r;
 }
 
 void cg_boundary(struct cg_stream *s, enum cg_reason why)
@@ -309,22 +405,17 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 		cg_loop_boundary(&s->per);
 	/* The held chunk ends here, as it did when it was seen (replayed, it ran before the
 	 * boundary: its instance is counted in the epoch it ran in). */
-	if (s->hold && s->sc.n == s->hold->n)
+	if (s->mode == CG_MODE_HOLDING && s->sc.n == s->hold->n)
 		cg_hold_complete(s);
-	else if (s->hold)
+	else if (s->mode == CG_MODE_HOLDING)
 		cg_release_hold(s, false);
 	s->epoch++;
-	/* The chunk the deferred ops were cut out of: what follows may be its rest (deferring a
-	 * rest already, or no op since the boundary that cut it: the rest goes on). */
-	struct cg_chunk *rest = s->rest;
-	uint32_t at = (rest ? s->rest_at : 0) + s->sc.n;
-	for (uint32_t i = 0; s->deferring && i < s->ncand; i++)  /* (none while deferring a rest) */
-		if (s->cand[i]->n > at && (!rest || s->cand[i] == s->expect))
-			rest = s->cand[i];
-	if (s->deferring && !s->complete)
-		cg_arm_piece(s);
-	if (s->deferring)
-		end_deferral(s, why);
+	struct cg_rest cut = cut_short_here(s);
+	if (s->mode != CG_MODE_LEARNING) {
+		struct cg_chunk *t = complete_of(s);
+		end_deferral(s, t ? t : cg_arm_piece(s), why);
+	}
+	CG_ASSERT(s->mode == CG_MODE_LEARNING);
 	cg_cut(s, true, true);
 	if (s->e->cfg.measure && (why == CG_R_SYNC || why == CG_R_HOST_COPY))
 		control_wait(s->e);
@@ -336,8 +427,8 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 		s->just_launched = 0;  /* marked (a later wait would mark it again, to no effect) */
 	}
 	s->at_boundary = true;
-	s->rest = rest && at < rest->n ? rest : NULL;
-	s->rest_at = at;
+	s->cut_short = (struct cg_rest){ cut.chunk && cut.at < cut.chunk->n ? cut.chunk : NULL,
+	                                 cut.at };
 }
 
 void cg_passed(struct cg_stream *s, const struct cg_op *op, bool ran)
@@ -350,7 +441,7 @@ void cg_passed(struct cg_stream *s, const struct cg_op *op, bool ran)
 	 * later. The caller counts it: it is not among the chunk's passed ops. (A launch the driver
 	 * refused is no op of any chunk: a graph of it could not be built.) Only where the chunk
 	 * has room for the op after it too: that one is pushed before any cut is looked for. */
-	if (ran && !s->sc.n && !s->deferring && !s->hold && s->e->cfg.chunk_max >= 2) {
+	if (ran && !s->sc.n && s->mode == CG_MODE_LEARNING && s->e->cfg.chunk_max >= 2) {
 		cg_push_op(s, op, hash);
 		s->at_boundary = false;
 	}
@@ -365,7 +456,7 @@ bool cg_stream_settled(const struct cg_stream *s)
 
 enum cg_calm cg_stream_calm(const struct cg_stream *s)
 {
-	if (!s->at_boundary || s->deferring || s->hold)
+	if (!s->at_boundary || s->mode != CG_MODE_LEARNING)
 		return CG_BUSY;
 	return s->just_launched ? CG_QUIET : CG_SETTLED;
 }
@@ -376,65 +467,30 @@ void cg_engine_note_wait(struct cg_engine *e)
 		control_wait(e);
 }
 
-/* The deferred ops waited the whole deferral budget for their chunk to complete. Once in a
- * while that is the host being preempted; when a chunk keeps timing out, the program submits
- * it more slowly than the budget allows (a Python training loop). Such chunks stop deferring,
- * and the part that did arrive becomes a chunk of its own, built and launched now, so that its
- * next occurrence completes within the budget. */
-#define TIMEOUTS_BEFORE_SPLIT 3
-
-/* Whether a stream whose deferrals keep timing out should defer at all is the controller's
- * call: it measures what the timeouts cost the program (control.h). */
-static bool split_on_timeout(struct cg_stream *s)
-{
-	uint32_t p = s->sc.n;
-	bool all_slow = true;
-	s->timeouts++;
-	for (uint32_t i = 0; i < s->ncand; i++) {
-		struct cg_chunk *t = s->cand[i];
-		t->timeouts++;
-		all_slow &= t->timeouts >= TIMEOUTS_BEFORE_SPLIT && t->timeouts * 4 > t->launched;
-	}
-	if (!all_slow)
-		return false;
-	while (s->ncand)
-		cg_disable(s, s->cand[0], CG_R_TIMEOUT);  /* drops it from the candidates */
-	if (p < 2 || s->sc.lossy)
-		return false;  /* a one-op graph saves nothing */
-	struct cg_chunk *pre = cg_index_find(&s->ix, &s->sc);
-	if (!pre)
-		pre = cg_index_add(&s->ix, &s->sc);
-	if (!pre || (pre->state != CG_CHUNK_LEARNING && pre->state != CG_CHUNK_IDLE))
-		return false;
-	const char *detail = NULL;
-	pre->state = CG_CHUNK_IDLE;
-	pre->seen = s->e->cfg.warmup;
-	ST(s, chunks_learned, 1);
-	if (cg_build_graph(s, pre, &detail) != CG_R_NONE)
-		return false;
-	cg_launch_chunk(s, pre);
-	return true;
-}
-
 bool cg_flush(struct cg_stream *s, enum cg_reason why)
 {
-	/* Held for a sample: the ops run as they are, and learning goes on (no deferral of the
-	 * program's timed out: the budget and the chunks' timeouts stay as they are). */
-	if (s->hold) {
+	switch (s->mode) {
+	case CG_MODE_LEARNING:
+		return false;
+	case CG_MODE_HOLDING:
+		/* Held for a sample: the ops run as they are, and learning goes on (no deferral of the
+		 * program's timed out: the budget and the chunks' timeouts stay as they are). */
 		cg_release_hold(s, false);
 		return true;
+	case CG_MODE_DEFERRING:
+	case CG_MODE_DEFERRING_REST:
+		break;
 	}
-	if (!s->deferring)
-		return false;
+	struct cg_chunk *t = complete_of(s);
 	if (why == CG_R_TIMEOUT)
 		cg_budget_timeout(s);
-	if (why == CG_R_TIMEOUT && !s->complete && !s->rest && !s->e->cfg.record_only &&
-	    split_on_timeout(s))
+	if (why == CG_R_TIMEOUT && s->mode == CG_MODE_DEFERRING && !t && !s->e->cfg.record_only &&
+	    cg_defer_timed_out(s))
 		return true;
 	/* The chunk these ops end up in is cut where the host was slow, or another thread made a
 	 * boundary: it is no lesson for this place. */
-	s->place_unsure = !s->complete;
-	end_deferral(s, why);
+	s->place_unsure = !t;
+	end_deferral(s, t, why);
 	return true;
 }
 
@@ -445,7 +501,7 @@ bool cg_stream_pending(const struct cg_stream *s)
 
 bool cg_stream_held(const struct cg_stream *s)
 {
-	return s->hold != NULL;
+	return s->mode == CG_MODE_HOLDING;
 }
 
 uint64_t cg_stream_defer_budget_ns(const struct cg_stream *s)
@@ -483,8 +539,10 @@ void cg_stream_timing(struct cg_stream *s, uint64_t chunk_key, bool graph, doubl
 	cg_disable_costed(s, t, r, &cost);
 	if (r == CG_R_EXPOSED)
 		cg_cut_exposed(s, t);
-	if (s->deferring && !s->ncand && !s->complete)
-		end_deferral(s, r);
+	/* no candidate left (or a rest deferred): the deferred ops go eagerly */
+	if ((s->mode == CG_MODE_DEFERRING && !s->defer.ncand && !s->defer.complete) ||
+	    s->mode == CG_MODE_DEFERRING_REST)
+		end_deferral(s, NULL, r);
 }
 
 /* ---- engine and streams ----------------------------------------------------------------- */
@@ -542,23 +600,24 @@ struct cg_stream *cg_stream_new(struct cg_engine *e, void *be_stream, uint64_t i
 	s->e = e;
 	s->be_stream = be_stream;
 	s->id = id;
-	s->cand_cap = 8;
+	s->defer.cap = 8;
+	s->mode = CG_MODE_LEARNING;
 	s->at_boundary = true;
 	s->budget_ns = e->cfg.defer_budget_ns;
 	s->len_max = e->cfg.chunk_max;
 	s->place = cg_place_after(0, 0);  /* the stream's first chunk */
 	/* a loop longer than a chunk: anchor cuts at least half the longest chunk apart */
 	cg_loop_init(&s->per, e->cfg.chunk_max / 2, e->cfg.chunk_max, e->cfg.warmup);
-	s->cand = e->mem(NULL, s->cand_cap * sizeof(*s->cand));
+	s->defer.cand = e->mem(NULL, s->defer.cap * sizeof(*s->defer.cand));
 	s->ops = e->mem(NULL, e->cfg.chunk_max * sizeof(*s->ops));
 	bool sc_ok = cg_scratch_init(&s->sc, e->cfg.chunk_max, e->mem);
 	bool ix_ok = sc_ok && cg_index_init(&s->ix, e->mem);
-	if (!s->cand || !s->ops || !ix_ok) {
+	if (!s->defer.cand || !s->ops || !ix_ok) {
 		if (ix_ok)
 			cg_index_fini(&s->ix);
 		if (sc_ok)
 			cg_scratch_fini(&s->sc, e->mem);
-		e->mem(s->cand, 0);
+		e->mem(s->defer.cand, 0);
 		e->mem(s->ops, 0);
 		e->mem(s, 0);
 		return NULL;
@@ -586,9 +645,9 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 {
 	struct cg_engine *e = s->e;
 	if (!driver_gone) {
-		if (s->deferring)
-			end_deferral(s, why);
-		if (s->hold)
+		if (s->mode == CG_MODE_DEFERRING || s->mode == CG_MODE_DEFERRING_REST)
+			end_deferral(s, complete_of(s), why);
+		if (s->mode == CG_MODE_HOLDING)
 			cg_release_hold(s, false);
 		cg_cut(s, false, false);
 	}
@@ -609,7 +668,7 @@ static void stream_release(struct cg_stream *s, enum cg_reason why, bool driver_
 	cg_scratch_fini(&s->sc, e->mem);
 	cg_loop_fini(&s->per, e->mem);
 	cg_places_fini(&s->places, e->mem);
-	e->mem(s->cand, 0);
+	e->mem(s->defer.cand, 0);
 	e->mem(s->ops, 0);
 	e->mem(s, 0);
 }

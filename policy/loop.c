@@ -139,6 +139,46 @@ static void lock(struct cg_loop *p, uint64_t t)
 	p->due_at = due;
 }
 
+struct cg_loop_fit cg_loop_align(const struct cg_loop *p, uint32_t n, uint64_t first,
+                                 uint32_t len_max, uint32_t chunk_max)
+{
+	struct cg_loop_fit f = { 0, false };
+	if (!p->unit)
+		return f;
+	CG_ASSERT(p->unit % p->period == 0 && p->unit <= p->unit_max);
+	/* While a short loop's first unit is due, no anchor is set and none is cut at. */
+	CG_ASSERT(p->due_at == UINT64_MAX || (!p->anchor && !p->adopt && !p->cut));
+	/* The unit's cut, after ops that are no part of it (the stretch before the loop was
+	 * found, extra work): they go, so that the unit is learned as the chunk it will be. */
+	if (p->cut && n > p->unit) {
+		f.drop = n - p->unit;
+		return f;
+	}
+	/* Before a short loop's first unit ends, what comes before it can go, not the unit. */
+	if (n >= chunk_max && p->due_at != UINT64_MAX) {
+		uint64_t start = p->due_at + 1 - p->unit;
+		if (start > first && start - first < n)
+			f.drop = (uint32_t)(start - first);
+		return f;
+	}
+	/* A short loop's chunk at its longest between two of its units' cuts (a unit of more than
+	 * half a chunk, whose cut once fell where the chunk was shorter): its oldest ops go, not the
+	 * chunk, so that the next cut finds a whole unit. Cut here, the chunks would be of the
+	 * chunk's length, out of step with the loop, and learned again every iteration. */
+	if (n >= len_max && p->anchor && !p->cut) {
+		f.drop = n - (len_max - 1);
+		return f;
+	}
+	/* A unit's cut where the chunk is shorter than a unit: a cut made before the loop was
+	 * found (by content) fell inside its first unit. The chunk content cut there holds the
+	 * unit's front (its ops and arguments, as they ran): the unit is whole again, and its graph
+	 * comes now rather than a unit later. Else cut there too, the loop would replay in graphs
+	 * of that part's length for good (a loop of one kernel in graphs of 18, not 32); the part
+	 * runs on to the next anchor cut, a unit later, and its front is dropped there. */
+	f.front = p->cut && n < p->unit;
+	return f;
+}
+
 void cg_loop_no_units(struct cg_loop *p)
 {
 	p->unit_max = 0;

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "policy/assert.h"
 #include "policy/mix.h"
 
 /* Ops in a context: short enough that extra work disturbs few of them and that a loop of a
@@ -151,6 +152,20 @@ static inline void cg_loop_chunk_end(struct cg_loop *p, bool pinned)
 		p->since = 0;
 	}
 }
+
+/* How the learning chunk stands against a short loop's units, before its cut is looked for
+ * (cg_loop_align): `drop` of its oldest ops are no part of the unit; or (`front`) it is
+ * shorter than the unit whose cut is due here, and the unit's front is to be put back. */
+struct cg_loop_fit {
+	uint32_t drop;
+	bool front;
+};
+
+/* The learning chunk of `n` ops, the first of them op `first`, its longest `len_max` (and
+ * `chunk_max` the engine's): what brings it in step with the loop's units (none where the loop
+ * is not cut into units). */
+struct cg_loop_fit cg_loop_align(const struct cg_loop *p, uint32_t n, uint64_t first,
+                                 uint32_t len_max, uint32_t chunk_max);
 
 /* The program made a boundary after the latest op (before the engine ends the chunk there). */
 void cg_loop_boundary(struct cg_loop *p);

@@ -8,23 +8,24 @@
  * have occurred as often as it has, at least `warmup` times. They become a chunk of their own
  * with a graph now, built from them and launched in their place (complete), instead of running
  * eagerly and being learned again, piece by piece. */
-void cg_arm_piece(struct cg_stream *s)
+struct cg_chunk *cg_arm_piece(struct cg_stream *s)
 {
-	uint32_t seen = s->rest && s->rest->state == CG_CHUNK_ARMED ? s->rest->seen : 0;
-	for (uint32_t i = 0; i < s->ncand; i++)
-		if (s->cand[i]->seen > seen)
-			seen = s->cand[i]->seen;
+	CG_ASSERT(s->mode == CG_MODE_DEFERRING || s->mode == CG_MODE_DEFERRING_REST);
+	const struct cg_chunk *rest = s->mode == CG_MODE_DEFERRING_REST ? s->rest.chunk : NULL;
+	uint32_t seen = rest && rest->state == CG_CHUNK_ARMED ? rest->seen : 0;
+	for (uint32_t i = 0; s->mode == CG_MODE_DEFERRING && i < s->defer.ncand; i++)
+		if (s->defer.cand[i]->seen > seen)
+			seen = s->defer.cand[i]->seen;
 	if (seen < s->e->cfg.warmup || s->sc.lossy || s->e->cfg.record_only)
-		return;
+		return NULL;
 	struct cg_chunk *t = cg_index_find(&s->ix, &s->sc);
 	if (!t)
 		t = cg_index_add(&s->ix, &s->sc);
 	if (!t || t->state != CG_CHUNK_LEARNING)
-		return;  /* (an idle one was dropped for room or a build failed: learned as usual) */
+		return NULL;  /* (an idle one was dropped for room or a build failed: learned as usual) */
 	const char *detail = NULL;
 	cg_learned(s, t, seen, &detail);
-	if (t->state == CG_CHUNK_ARMED)
-		s->complete = t;
+	return t->state == CG_CHUNK_ARMED ? t : NULL;
 }
 
 /* The held ops are the chunk they were held for, complete. Where this sighting earns it its
@@ -37,6 +38,7 @@ void cg_hold_complete(struct cg_stream *s)
 {
 	struct cg_engine *e = s->e;
 	struct cg_chunk *t = s->hold;
+	CG_ASSERT(s->mode == CG_MODE_HOLDING && s->sc.n == t->n);
 	uint32_t seen = cg_loop_sightings(&s->per, s->sc.n);
 	if (seen < t->seen + 1)
 		seen = t->seen + 1;
@@ -48,8 +50,7 @@ void cg_hold_complete(struct cg_stream *s)
 	const char *detail = NULL;
 	enum cg_reason r = cg_learned(s, t, seen, &detail);
 	if (t->state == CG_CHUNK_ARMED) {
-		s->hold = NULL;
-		cg_launch_chunk(s, t);
+		cg_launch_chunk(s, t);  /* (no longer held once it ran) */
 		return;
 	}
 	/* no graph came (its build failed): the ops run eagerly, learned already */
@@ -62,6 +63,7 @@ void cg_hold_complete(struct cg_stream *s)
 void cg_rest_eager(struct cg_stream *s)
 {
 	uint32_t n = s->sc.n;
+	CG_ASSERT(s->mode == CG_MODE_DEFERRING_REST);
 	cg_run_deferred(s);
 	cg_fallback(s, CG_R_LEARNING, n, false, (struct cg_event){ 0 });
 }
@@ -70,11 +72,12 @@ void cg_rest_eager(struct cg_stream *s)
  * eagerly where it has none. */
 static void rest_grew(struct cg_stream *s)
 {
-	if (s->rest_at + s->sc.n < s->rest->n)
+	CG_ASSERT(s->rest.at + s->sc.n <= s->rest.chunk->n);
+	if (s->rest.at + s->sc.n < s->rest.chunk->n)
 		return;
-	cg_arm_piece(s);
-	if (s->complete)
-		cg_launch_chunk(s, s->complete);
+	struct cg_chunk *t = cg_arm_piece(s);
+	if (t)
+		cg_launch_chunk(s, t);
 	else
 		cg_rest_eager(s);
 }
@@ -88,10 +91,9 @@ bool cg_start_rest(struct cg_stream *s, struct cg_chunk *rest, uint32_t at,
 		return false;
 	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(rest), s->e->mem))
 		return false;
-	s->ncand = 0;
-	s->rest = rest;
-	s->rest_at = at;
-	cg_begin_deferring(s, op, hash);
+	s->rest = (struct cg_rest){ rest, at };
+	cg_push_op(s, op, hash);
+	cg_set_mode(s, CG_MODE_DEFERRING_REST);
 	rest_grew(s);
 	return true;
 }
@@ -99,8 +101,9 @@ bool cg_start_rest(struct cg_stream *s, struct cg_chunk *rest, uint32_t at,
 /* While deferring the rest of a chunk: does the op continue it? */
 bool cg_follow_rest(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
-	const struct cg_chunk *t = s->rest;
-	uint32_t pos = s->rest_at + s->sc.n;
+	const struct cg_chunk *t = s->rest.chunk;
+	uint32_t pos = s->rest.at + s->sc.n;
+	CG_ASSERT(s->mode == CG_MODE_DEFERRING_REST);
 	if (pos >= t->n || !cg_chunk_op_matches(t, pos, op, hash))
 		return false;
 	cg_push_op(s, op, hash);

@@ -12,12 +12,12 @@
 #include "policy/stream.h"
 
 /* The deferred ops, cut out of an armed chunk by a boundary: a chunk with a graph of their own
- * now (s->complete), where they were seen `warmup` times. */
-void cg_arm_piece(struct cg_stream *s);
+ * now, where they were seen `warmup` times. Returns it (NULL: no graph for them). */
+struct cg_chunk *cg_arm_piece(struct cg_stream *s);
 /* The held ops are the chunk held for, complete: where this sighting earns it its graph, the
  * graph is built from them and launched in their place, else they run as a learning sample. */
 void cg_hold_complete(struct cg_stream *s);
-/* The deferred ops, a piece of s->rest, run eagerly and stay the start of the learning chunk. */
+/* The deferred ops, a piece of s->rest.chunk, run eagerly and stay the start of the learning chunk. */
 void cg_rest_eager(struct cg_stream *s);
 /* The first op after a boundary that cut `rest` short after its op `at`: deferred as the start
  * of its rest when it is the op the chunk continues with. */

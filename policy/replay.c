@@ -59,6 +59,7 @@ static uint32_t pick_instance(struct cg_stream *s, struct cg_chunk *t)
 	if (most < CG_INSTANCES)
 		most = CG_INSTANCES;
 	uint32_t k = t->occ++ % most;
+	CG_ASSERT(t->ninst >= 1);
 	if (k < t->ninst)
 		return k;
 	if (k == t->ninst && add_instance(s, t))
@@ -107,6 +108,8 @@ static void budget_completed(struct cg_stream *s)
  * launch it. On failure nothing ran, so the ops go eagerly, in order. */
 void cg_launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 {
+	CG_ASSERT(s->mode != CG_MODE_LEARNING);
+	CG_ASSERT(t->state == CG_CHUNK_ARMED && t->graph && t->n == s->sc.n);
 	budget_completed(s);
 	uint64_t since = __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
 	if (since && t->span_n < CG_SPAN_RUNS) {
@@ -164,8 +167,9 @@ void cg_launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 			__atomic_store_n(&s->e->launched, true, __ATOMIC_RELAXED);
 		t->launched++;
 		t->last_used = ++s->tick;
-		cg_stop_deferring(s);
+		cg_set_mode(s, CG_MODE_LEARNING);
 	}
+	CG_ASSERT(s->mode == CG_MODE_LEARNING);
 	cg_chunk_ended(s, t);
 	cg_chunk_reset(s);
 }
@@ -175,34 +179,31 @@ void cg_launch_chunk(struct cg_stream *s, struct cg_chunk *t)
  * longer one that then stopped matching would cost the deferred ops a divergence). */
 static void after_match(struct cg_stream *s)
 {
-	s->complete = NULL;
-	for (uint32_t i = 0; i < s->ncand; i++)
-		if (s->cand[i]->n == s->sc.n)
-			s->complete = s->cand[i];
-	if (s->complete && (s->ncand == 1 || s->complete == s->expect)) {
-		if (s->ncand > 1)
+	struct cg_defer *d = &s->defer;
+	CG_ASSERT(s->mode == CG_MODE_DEFERRING && d->ncand > 0);
+	d->complete = NULL;
+	for (uint32_t i = 0; i < d->ncand; i++) {
+		CG_ASSERT(d->cand[i]->n >= s->sc.n);  /* sc is a prefix of every candidate */
+		if (d->cand[i]->n == s->sc.n)
+			d->complete = d->cand[i];
+	}
+	if (d->complete && (d->ncand == 1 || d->complete == d->expect)) {
+		if (d->ncand > 1)
 			ST(s, place_launches, 1);
-		cg_launch_chunk(s, s->complete);
+		cg_launch_chunk(s, d->complete);
 	}
 }
 
 static bool grow_cand(struct cg_stream *s)
 {
-	uint32_t cap = s->cand_cap * 2;
-	struct cg_chunk **p = s->e->mem(s->cand, cap * sizeof(*p));
+	struct cg_defer *d = &s->defer;
+	uint32_t cap = d->cap * 2;
+	struct cg_chunk **p = s->e->mem(d->cand, cap * sizeof(*p));
 	if (!p)
 		return false;
-	s->cand = p;
-	s->cand_cap = cap;
+	d->cand = p;
+	d->cap = cap;
 	return true;
-}
-
-/* The op is the first deferred one. */
-void cg_begin_deferring(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
-{
-	cg_push_op(s, op, hash);
-	s->deferring = true;
-	cg_mark_pending(s);
 }
 
 /* At a chunk start: defer the op if it starts one or more armed chunks, unless the chunk that
@@ -213,42 +214,44 @@ void cg_begin_deferring(struct cg_stream *s, const struct cg_op *op, uint64_t ha
 bool cg_start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
                        uint64_t here, uint32_t margin)
 {
+	struct cg_defer *d = &s->defer;
 	uint32_t need = 0;
-	s->ncand = 0;
-	s->expect = NULL;
+	CG_ASSERT(s->mode == CG_MODE_LEARNING && !s->sc.n);
+	d->ncand = 0;
+	d->expect = NULL;
 	for (struct cg_chunk *t = cg_index_armed(&s->ix, hash); t; t = t->armed_next) {
 		if (!cg_chunk_op_matches(t, 0, op, hash))
 			continue;
-		if (s->ncand == s->cand_cap && !grow_cand(s))
+		if (d->ncand == d->cap && !grow_cand(s))
 			break;  /* fewer candidates only means more eager work */
-		s->cand[s->ncand++] = t;
+		d->cand[d->ncand++] = t;
 		if (t->key == here)
-			s->expect = t;
+			d->expect = t;
 		if (cg_chunk_bytes(t) > need)
 			need = cg_chunk_bytes(t);
 	}
-	if (!s->ncand)
+	if (!d->ncand)
 		return false;
 	/* The chunk of this place has no graph: a candidate that it begins with completes here
 	 * (prefer the longest such). None does: they can only diverge, so once this place is
 	 * settled (a chunk learned from wherever a flush or a divergence left the deferred ops,
 	 * different every time, is no reason to stay eager), its ops run eagerly as that chunk. */
-	if (here && !s->expect) {
+	if (here && !d->expect) {
 		const struct cg_chunk *t = cg_index_find_key(&s->ix, here);
 		if (t && t->state != CG_CHUNK_ARMED && cg_chunk_op_matches(t, 0, op, hash)) {
-			for (uint32_t i = 0; i < s->ncand; i++)
-				if (cg_chunk_begins(t, s->cand[i]) &&
-				    (!s->expect || s->cand[i]->n > s->expect->n))
-					s->expect = s->cand[i];
+			for (uint32_t i = 0; i < d->ncand; i++)
+				if (cg_chunk_begins(t, d->cand[i]) &&
+				    (!d->expect || d->cand[i]->n > d->expect->n))
+					d->expect = d->cand[i];
 			/* Settled too: a place where a chunk still learning came at each sighting so far,
 			 * unrivalled. Deferred, its next sighting (the one that arms it, at the default
 			 * warmup) would only diverge, or be cut by the boundary that ends it while still a
 			 * prefix, and lose the graph it earns where its learning holds it. */
 			bool settled = margin >= CG_PLACE_SETTLED ||
 			               (t->state == CG_CHUNK_LEARNING && margin >= t->seen);
-			if (!s->expect && settled) {
+			if (!d->expect && settled) {
 				ST(s, place_eager, 1);
-				s->ncand = 0;
+				d->ncand = 0;
 				s->eager_place = t;
 				return false;
 			}
@@ -257,12 +260,13 @@ bool cg_start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t has
 	/* Room for the longest candidate now, so that deferred ops are never lost to memory. */
 	if (!cg_scratch_reserve(&s->sc, need, s->e->mem)) {
 		/* Reported here; the chunk's ops are counted when it is cut. */
-		s->ncand = 0;
+		d->ncand = 0;
 		s->why = CG_R_NO_MEMORY;
 		cg_fallback(s, CG_R_NO_MEMORY, 0, true, (struct cg_event){ .op_index = s->op_index - 1 });
 		return false;
 	}
-	cg_begin_deferring(s, op, hash);
+	cg_push_op(s, op, hash);
+	cg_set_mode(s, CG_MODE_DEFERRING);
 	after_match(s);
 	return true;
 }
@@ -270,22 +274,79 @@ bool cg_start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t has
 /* While deferring: keep the candidates whose next op is this one. False when none is left. */
 bool cg_follow_deferred(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
+	struct cg_defer *d = &s->defer;
 	uint32_t pos = s->sc.n, kept = 0;
+	CG_ASSERT(s->mode == CG_MODE_DEFERRING);
 	bool expect_kept = false;  /* `expect` is always one of the candidates: matched once */
-	for (uint32_t i = 0; i < s->ncand; i++) {
-		struct cg_chunk *t = s->cand[i];
+	for (uint32_t i = 0; i < d->ncand; i++) {
+		struct cg_chunk *t = d->cand[i];
 		if (t->n > pos && cg_chunk_op_matches(t, pos, op, hash)) {
-			s->cand[kept++] = t;
-			expect_kept |= t == s->expect;
+			d->cand[kept++] = t;
+			expect_kept |= t == d->expect;
 		}
 	}
 	if (!kept)
 		return false;  /* nothing was overwritten: cand[] still names the old candidates */
 	if (!expect_kept)
-		s->expect = NULL;
-	s->ncand = kept;
+		d->expect = NULL;
+	d->ncand = kept;
 	cg_push_op(s, op, hash);
 	after_match(s);
+	return true;
+}
+
+/* At a boundary: the candidate whose ops the boundary cuts short after the deferred ones (`at`
+ * of them): the first longer than that, or the one that ran at this place before. */
+struct cg_chunk *cg_defer_cut_short(const struct cg_stream *s, uint32_t at)
+{
+	const struct cg_defer *d = &s->defer;
+	struct cg_chunk *rest = NULL;
+	CG_ASSERT(s->mode == CG_MODE_DEFERRING);
+	for (uint32_t i = 0; i < d->ncand; i++)
+		if (d->cand[i]->n > at && (!rest || d->cand[i] == d->expect))
+			rest = d->cand[i];
+	return rest;
+}
+
+/* The deferred ops waited the whole deferral budget for their chunk to complete. Once in a
+ * while that is the host being preempted; when a chunk keeps timing out, the program submits
+ * it more slowly than the budget allows (a Python training loop). Such chunks stop deferring,
+ * and the part that did arrive becomes a chunk of its own, built and launched now, so that its
+ * next occurrence completes within the budget. Whether a stream whose deferrals keep timing
+ * out should defer at all is the controller's call: it measures what the timeouts cost the
+ * program (control.h). */
+#define TIMEOUTS_BEFORE_SPLIT 3
+
+bool cg_defer_timed_out(struct cg_stream *s)
+{
+	struct cg_defer *d = &s->defer;
+	uint32_t p = s->sc.n;
+	bool all_slow = true;
+	CG_ASSERT(s->mode == CG_MODE_DEFERRING && !d->complete);
+	s->timeouts++;
+	for (uint32_t i = 0; i < d->ncand; i++) {
+		struct cg_chunk *t = d->cand[i];
+		t->timeouts++;
+		all_slow &= t->timeouts >= TIMEOUTS_BEFORE_SPLIT && t->timeouts * 4 > t->launched;
+	}
+	if (!all_slow)
+		return false;
+	while (d->ncand)
+		cg_disable(s, d->cand[0], CG_R_TIMEOUT);  /* drops it from the candidates */
+	if (p < 2 || s->sc.lossy)
+		return false;  /* a one-op graph saves nothing */
+	struct cg_chunk *pre = cg_index_find(&s->ix, &s->sc);
+	if (!pre)
+		pre = cg_index_add(&s->ix, &s->sc);
+	if (!pre || (pre->state != CG_CHUNK_LEARNING && pre->state != CG_CHUNK_IDLE))
+		return false;
+	const char *detail = NULL;
+	pre->state = CG_CHUNK_IDLE;
+	pre->seen = s->e->cfg.warmup;
+	ST(s, chunks_learned, 1);
+	if (cg_build_graph(s, pre, &detail) != CG_R_NONE)
+		return false;
+	cg_launch_chunk(s, pre);
 	return true;
 }
 
@@ -341,10 +402,12 @@ static void note_site(struct cg_engine *e, const struct cg_op *expected, const s
  * and later matched through it. */
 void cg_diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
+	const struct cg_defer *d = &s->defer;
 	uint32_t pos = s->sc.n, ops = 0;
 	struct cg_op expected = { 0 };
-	for (uint32_t i = 0; i < s->ncand; i++) {
-		const struct cg_chunk *t = s->cand[i];
+	CG_ASSERT(s->mode == CG_MODE_DEFERRING && !d->complete);
+	for (uint32_t i = 0; i < d->ncand; i++) {
+		const struct cg_chunk *t = d->cand[i];
 		if (t->n > pos) {
 			ops = t->n;
 			expected = (struct cg_op){ .sig = t->sig + t->sig_off[pos],
@@ -362,6 +425,7 @@ void cg_diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	cg_submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
 	                   .chunk_ops = pos, .expected = expected.sig ? &expected : NULL,
 	                   .got = &got });
+	CG_ASSERT(s->mode == CG_MODE_LEARNING);
 	s->why = CG_R_DIVERGENCE;
 	/* The deferred ops end where the loop is cut (loop.c): they are a chunk of their own, as
 	 * they are where they were learned, so that the cuts after them stay in step. */

@@ -10,14 +10,18 @@
 void cg_budget_timeout(struct cg_stream *s);
 /* The deferred ops are exactly `t`: launch its graph with their arguments patched in. */
 void cg_launch_chunk(struct cg_stream *s, struct cg_chunk *t);
-/* The op is the first deferred one. */
-void cg_begin_deferring(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
 /* At a chunk start: defer the op if it starts an armed chunk worth deferring for here
  * (`here`, `margin`: the chunk that ran at this place and its lead; 0: none). */
 bool cg_start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
                        uint64_t here, uint32_t margin);
 /* While deferring: keep the candidates whose next op is this one. False when none is left. */
 bool cg_follow_deferred(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
+/* At a boundary after `at` deferred ops: the candidate it cuts short (NULL: none). */
+struct cg_chunk *cg_defer_cut_short(const struct cg_stream *s, uint32_t at);
+/* The deferral timed out (no candidate complete): true where the candidates keep timing out
+ * and the ops that did arrive ran as a graph of their own, built now; false: they are still
+ * deferred (those candidates may be gone). */
+bool cg_defer_timed_out(struct cg_stream *s);
 /* No candidate continues with `op`: the deferred ops run eagerly and are learned. */
 void cg_diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
 

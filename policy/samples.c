@@ -53,6 +53,7 @@ enum timing cg_timing_wanted(struct cg_stream *s, struct cg_chunk *t)
 bool cg_eager_sample(struct cg_stream *s, struct cg_chunk *t)
 {
 	const struct cg_engine *e = s->e;
+	CG_ASSERT(s->mode != CG_MODE_LEARNING && t->n == s->sc.n);
 	if (!e->be->time_begin(e->be_ctx, s->be_stream, t->key, false))
 		return false;
 	cg_run_deferred(s);
@@ -133,6 +134,7 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
                    uint64_t here)
 {
 	struct cg_engine *e = s->e;
+	CG_ASSERT(s->mode == CG_MODE_LEARNING && !s->sc.n);
 	if (s->why != CG_R_NONE)
 		return;
 	struct cg_chunk *t = here ? cg_index_find_key(&s->ix, here) : NULL;
@@ -142,8 +144,8 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
 	} else if (!(t = holdable(s, op, hash))) {
 		return;
 	}
-	if (!earns_graph(e, t) && s->hold_skip) {
-		s->hold_skip--;
+	if (!earns_graph(e, t) && s->samples.skip) {
+		s->samples.skip--;
 		return;
 	}
 	/* Room for the whole chunk now, so that held ops are never lost to memory (the ops that
@@ -151,20 +153,34 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash,
 	if (!cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), e->mem))
 		return;
 	s->hold = t;
-	cg_mark_pending(s);
+	cg_set_mode(s, CG_MODE_HOLDING);
 }
 
 /* The held ops have left the chunk they were held for at `op`: another learning chunk worth
  * holding that begins with them and `op` takes the hold over, so that chunks of a loop that
  * begin alike (the first op of a step and of its second half, a layer's) each run as the graph
  * their sighting earns, whichever of them was last seen. */
-bool cg_hold_switch(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+static bool hold_switch(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 {
 	struct cg_chunk *t = holdable(s, op, hash);
 	if (!t || !cg_scratch_reserve(&s->sc, cg_chunk_bytes(t), s->e->mem))
 		return false;
+	CG_ASSERT(t->state == CG_CHUNK_LEARNING && t->n > s->sc.n);
 	s->hold = t;
 	return true;
+}
+
+/* The next op, `op`, while ops are held: held too where it continues the chunk held for, or
+ * another that begins with the held ops and it (hold_switch); else the held ops run eagerly. */
+bool cg_hold_takes(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
+{
+	const struct cg_chunk *h = s->hold;
+	CG_ASSERT(s->mode == CG_MODE_HOLDING && s->sc.n <= h->n);
+	if ((s->sc.n < h->n && cg_chunk_op_matches(h, s->sc.n, op, hash)) ||
+	    hold_switch(s, op, hash))
+		return true;
+	cg_release_hold(s, false);
+	return false;
 }
 
 /* The held ops are exactly the chunk held for, and learning ends its occurrence here: they run
@@ -175,6 +191,7 @@ void cg_learn_sample(struct cg_stream *s)
 {
 	struct cg_engine *e = s->e;
 	struct cg_chunk *t = s->hold;
+	CG_ASSERT(s->mode == CG_MODE_HOLDING && s->sc.n == t->n);
 	if (!e->be->time_begin || !wants_learning_sample(e, t)) {
 		cg_release_hold(s, false);
 		return;
@@ -182,12 +199,12 @@ void cg_learn_sample(struct cg_stream *s)
 	bool timed = e->be->time_begin(e->be_ctx, s->be_stream, t->key, false);
 	cg_release_hold(s, false);
 	if (!timed) {
-		if (++s->declined >= CG_HOLD_DECLINED)
-			s->hold_skip = CG_HOLD_SKIP;
+		if (++s->samples.declined >= CG_HOLD_DECLINED)
+			s->samples.skip = CG_HOLD_SKIP;
 		return;
 	}
 	e->be->time_end(e->be_ctx, s->be_stream, true);
-	s->declined = 0;
+	s->samples.declined = 0;
 	__atomic_fetch_add(&e->timed, 1, __ATOMIC_RELAXED);
 	t->timed_eager++;
 	t->learn_samples++;

@@ -17,9 +17,10 @@ bool cg_eager_sample(struct cg_stream *s, struct cg_chunk *t);
 /* At a chunk start no armed chunk takes: hold the ops back where the sighting earns the chunk
  * its graph or the chunk wants a learning sample. */
 void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash, uint64_t here);
-/* The held ops differ from their chunk at `op`: true if another learning chunk worth holding
- * begins with them and `op`, and holds them now. */
-bool cg_hold_switch(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
+/* The next op while ops are held: true where it is held too (it continues the chunk held for,
+ * or another learning chunk worth holding begins with the held ops and it); else the held ops
+ * have run eagerly and the stream learns on. */
+bool cg_hold_takes(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
 /* The held ops are the chunk held for: run them in a timed burst. */
 void cg_learn_sample(struct cg_stream *s);
 /* Is the chunk learned so far the first half of an exposed chunk? */

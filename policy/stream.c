@@ -113,22 +113,13 @@ void cg_chunk_reset(struct cg_stream *s)
 	s->passed = 0;
 }
 
-void cg_stop_deferring(struct cg_stream *s)
-{
-	s->deferring = false;
-	s->ncand = 0;
-	s->complete = NULL;
-	s->expect = NULL;
-	s->rest = NULL;
-	__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
-}
-
 /* Submit the deferred ops eagerly, in order. They stay in the scratch as the beginning of a
  * chunk being learned (unless the caller resets it). */
 void cg_run_deferred(struct cg_stream *s)
 {
 	const struct cg_engine *e = s->e;
 	uint32_t n = s->sc.n;
+	CG_ASSERT(s->mode != CG_MODE_LEARNING);
 	for (uint32_t i = 0; i < n; i++) {
 		struct cg_op op;
 		cg_scratch_op(&s->sc, i, &op);
@@ -138,7 +129,7 @@ void cg_run_deferred(struct cg_stream *s)
 	}
 	ST(s, ops_eager, n);
 	ST(s, ops_flushed, n);
-	cg_stop_deferring(s);
+	cg_set_mode(s, CG_MODE_LEARNING);
 }
 
 void cg_submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event ev)
@@ -154,6 +145,7 @@ void cg_submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event e
 void cg_release_hold(struct cg_stream *s, bool keep_last)
 {
 	const struct cg_engine *e = s->e;
+	CG_ASSERT(s->mode == CG_MODE_HOLDING && s->sc.n >= (keep_last ? 1u : 0u));
 	uint32_t n = s->sc.n - (keep_last ? 1 : 0);
 	for (uint32_t i = 0; i < n; i++) {
 		struct cg_op op;
@@ -163,15 +155,7 @@ void cg_release_hold(struct cg_stream *s, bool keep_last)
 	ST(s, ops_eager, s->sc.n);
 	ST(s, ops_flushed, n);
 	s->passed = s->sc.n;
-	s->hold = NULL;
-	__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
-}
-
-/* Work is pending from now: the flusher's budget counts from here. */
-void cg_mark_pending(struct cg_stream *s)
-{
-	uint64_t now = s->e->now_ns();
-	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+	cg_set_mode(s, CG_MODE_LEARNING);
 }
 
 /* ---- graphs ----------------------------------------------------------------------------- */
@@ -198,15 +182,16 @@ static void drop_graph(struct cg_stream *s, struct cg_chunk *t)
 		cg_index_disarm(&s->ix, t);
 	cg_destroy_instances(s, t, false);
 	/* A chunk that loses its graph can no longer be launched for the deferred ops. */
+	struct cg_defer *d = &s->defer;
 	uint32_t kept = 0;
-	for (uint32_t i = 0; i < s->ncand; i++)
-		if (s->cand[i] != t)
-			s->cand[kept++] = s->cand[i];
-	s->ncand = kept;
-	if (s->complete == t)
-		s->complete = NULL;
-	if (s->expect == t)
-		s->expect = NULL;
+	for (uint32_t i = 0; i < d->ncand; i++)
+		if (d->cand[i] != t)
+			d->cand[kept++] = d->cand[i];
+	d->ncand = kept;
+	if (d->complete == t)
+		d->complete = NULL;
+	if (d->expect == t)
+		d->expect = NULL;
 }
 
 void cg_disable_costed(struct cg_stream *s, struct cg_chunk *t, enum cg_reason r,

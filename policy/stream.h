@@ -14,6 +14,7 @@
 #include "policy/gate.h"
 #include "policy/loop.h"
 #include "policy/records.h"
+#include "policy/assert.h"
 
 #define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
 #define CG_SPLITS 32  /* exposed chunks a stream cuts in two (cg_cut_exposed), at most */
@@ -51,35 +52,66 @@ struct cg_engine {
 	uint64_t ctl_built;      /* `built` when the controller last looked */
 };
 
+/* What a stream does with its current chunk (`sc`): the state machine's state. Only engine.c
+ * changes it (cg_set_mode), which checks what each mode needs on entry; the data of a mode is
+ * written by that mode's module, and cleared when the stream leaves the mode. */
+enum cg_mode {
+	CG_MODE_LEARNING,       /* sc ran eagerly (or its caller runs its ops) and is learned */
+	CG_MODE_HOLDING,        /* sc is held back, a prefix of the learning chunk `hold`, to
+	                           run as the graph it earns or as an eager sample (samples.c,
+	                           pieces.c) */
+	CG_MODE_DEFERRING,      /* sc is deferred, a prefix of every candidate (replay.c) */
+	CG_MODE_DEFERRING_REST, /* sc is deferred as the ops of `rest.chunk` from `rest.at` on, the
+	                           part of an armed chunk after a boundary that cut it (pieces.c) */
+};
+
+/* CG_MODE_DEFERRING (replay.c): the armed chunks the deferred ops may still become. */
+struct cg_defer {
+	struct cg_chunk **cand;
+	uint32_t ncand, cap;
+	struct cg_chunk *complete;  /* the candidate sc equals exactly, if any */
+	struct cg_chunk *expect;    /* the candidate that ran at this place before (places) */
+};
+
+/* An armed chunk a boundary cut short, and how many of its ops came before the boundary. */
+struct cg_rest {
+	struct cg_chunk *chunk;
+	uint32_t at;
+};
+
+/* How the backend took the learning samples ops were held for (samples.c, in every mode). */
+struct cg_samples {
+	uint32_t declined;          /* learning samples the backend declined in a row */
+	uint32_t skip;              /* chunk starts to let pass before holding one again */
+};
+
 struct cg_stream {
 	struct cg_engine *e;
 	void *be_stream;
 	uint64_t id;
 	uint64_t op_index;          /* ops submitted on this stream so far */
+	/* the current chunk, in every mode */
 	uint64_t chunk_first;       /* op index of the current chunk's first op */
-	struct cg_scratch sc;       /* the current chunk */
-	bool deferring;             /* all of sc is deferred and a prefix of every candidate */
-	struct cg_chunk *hold;      /* all of sc is held back, a prefix of this learning chunk, to
-	                               run as the graph it earns or as an eager sample
-	                               (cg_hold_complete) */
+	struct cg_scratch sc;
+	enum cg_reason why;         /* why the learning chunk runs eagerly (NONE: decided at the cut) */
+	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
+	/* the mode and its data */
+	enum cg_mode mode;
+	struct cg_defer defer;      /* CG_MODE_DEFERRING */
+	struct cg_rest rest;        /* CG_MODE_DEFERRING_REST */
+	struct cg_chunk *hold;      /* CG_MODE_HOLDING (samples.c): the learning chunk held for */
+	struct cg_samples samples;
+	struct cg_rest cut_short;   /* set by a boundary for the op right after it: the armed chunk
+	                               the boundary cut short (chunk NULL: none), whose rest that op
+	                               may start */
 	struct cg_chunk *learn_first[CG_LEARN_FIRST][CG_LEARN_WAYS];  /* learning chunks, by their
 	                                                                 first op */
-	uint32_t declined;          /* learning samples the backend declined in a row */
-	uint32_t hold_skip;         /* chunk starts to let pass before holding one again */
-	struct cg_chunk **cand;
-	uint32_t ncand, cand_cap;
-	struct cg_chunk *complete;  /* the armed chunk sc equals exactly, if any */
-	struct cg_chunk *expect;    /* the candidate that ran at this place before (places) */
-	struct cg_chunk *rest;      /* an armed chunk a boundary cut short after its op rest_at: the
-	                               ops after the boundary may be its rest; while deferring, sc
-	                               is deferred as its ops from rest_at on (no candidates) */
-	uint32_t rest_at;
+	/* places: which chunk ran where */
 	uint64_t place;             /* where the current chunk runs (0: unknown) */
 	bool place_unsure;          /* a flush cut the current chunk, not the program */
 	const struct cg_chunk *eager_place;  /* the chunk of this place, running eagerly */
-	struct cg_places places;    /* which chunks ran where */
-	enum cg_reason why;         /* why the learning chunk runs eagerly (NONE: decided at the cut) */
-	uint32_t passed;            /* ops of the learning chunk the caller submitted itself */
+	struct cg_places places;
+	/* where chunks are cut */
 	uint32_t len_max;           /* chunks are cut at this length (cfg.chunk_max, or less once
 	                               a short loop had a chunk exposed) */
 	/* Where exposed chunks are cut (cg_cut_exposed): after split_n[i] ops, where those ops are
@@ -87,29 +119,37 @@ struct cg_stream {
 	uint64_t split_key[CG_SPLITS];
 	uint32_t split_n[CG_SPLITS];
 	uint32_t nsplit;
-	uint64_t tick;              /* LRU clock */
-	uint64_t epoch;             /* program boundaries so far: instance positions restart */
-	uint32_t timeouts;          /* deferrals that hit the budget */
-	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
-	bool at_boundary;           /* no op since the last boundary (or since it was made) */
-	uint64_t budget_ns;         /* atomic: the deferral budget (0: the shim's own) */
-	uint64_t budget_peak;       /* longest deferral that completed, over budget_runs */
-	uint32_t budget_runs;
-	struct cg_index ix;
-	struct cg_loop per;       /* where this stream's loop is cut */
-	bool length_cut;            /* the chunk being cut reached chunk_max (not pinned) */
+	struct cg_loop per;         /* where this stream's loop is cut */
+	bool length_cut;            /* the chunk being cut reached its longest (not pinned) */
 	struct cg_chunk *cut_before;  /* the learning chunk that content cut right before the
 	                               current one (NULL: the latest cut was of another kind): a
 	                               short loop's first unit can begin inside it */
 	uint64_t cut_before_end;    /* op index just after its last op */
+	/* boundaries and replays */
+	uint64_t tick;              /* LRU clock */
+	uint64_t epoch;             /* program boundaries so far: instance positions restart */
+	uint64_t just_launched;     /* key of the chunk that ran with no op after it yet (0: none) */
+	bool at_boundary;           /* no op since the last boundary (or since it was made) */
+	/* the deferral budget (replay.c) */
+	uint32_t timeouts;          /* deferrals that hit the budget */
+	uint64_t budget_ns;         /* atomic: the deferral budget (0: the shim's own) */
+	uint64_t budget_peak;       /* longest deferral that completed, over budget_runs */
+	uint32_t budget_runs;
+	struct cg_index ix;
 	struct cg_op *ops;          /* [chunk_max]: a chunk handed to backend->build */
 	uint8_t fallback_events[CG_R_COUNT];
-	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock */
+	uint64_t pending_since;     /* atomic: the flusher reads it without the stream lock; non-zero
+	                               exactly while the mode is not CG_MODE_LEARNING */
 	struct cg_stats st;         /* one writer (the lock holder), read by cg_engine_stats */
 	uint64_t ctl_next;          /* st.ops at which control_op (engine.c) next counts every
 	                               stream's ops */
 	struct cg_stream *prev, *next;
 };
+
+/* The state machine's one transition (engine.c): leaves the current mode (its data cleared;
+ * for CG_MODE_LEARNING no work is pending any more) and enters `to` (work pending from now, for
+ * the other modes), checking in debug builds what `to` needs on entry. */
+void cg_set_mode(struct cg_stream *s, enum cg_mode to);
 
 /* Counters are single-writer: a relaxed load and store (no locked instruction on the hot path)
  * keeps concurrent reads from cg_engine_stats well-defined. */
@@ -137,15 +177,12 @@ bool cg_place_chunk_ends(struct cg_stream *s, const struct cg_op *op, uint64_t h
 /* ---- the current chunk */
 void cg_push_op(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
 void cg_chunk_reset(struct cg_stream *s);
-void cg_stop_deferring(struct cg_stream *s);
 /* Submit the deferred ops eagerly, in order; they stay as the start of a learning chunk. */
 void cg_run_deferred(struct cg_stream *s);
 /* The same, counted as fallbacks of reason `r`. */
 void cg_submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event ev);
 /* The ops held for a learning sample run eagerly now (all, or all but the latest). */
 void cg_release_hold(struct cg_stream *s, bool keep_last);
-/* Work is pending from now: the flusher's budget counts from here. */
-void cg_mark_pending(struct cg_stream *s);
 
 /* ---- graphs */
 void cg_destroy_instances(struct cg_stream *s, struct cg_chunk *t, bool driver_gone);
