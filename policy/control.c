@@ -9,6 +9,7 @@
  * in a row, never by a few noisy epochs; the trusted graphs, by a clear difference or one full
  * probe. */
 #include <string.h>
+#include "policy/assert.h"
 #include "policy/control.h"
 
 /* Tuning constants, one line each (the measurements behind each value are in the commit
@@ -25,10 +26,10 @@
 /* Medians closer than this share are a close call: CG_CONTROL_CLOSE_SAMPLES of each mode confirm
  * the standing decision, CG_CONTROL_SAMPLES overturn it (control.h). */
 #define CG_CONTROL_CLOSE 0.03
-#define CG_CONTROL_HOLD_FIRST 16         /* epochs a decision holds at first, */
-#define CG_CONTROL_HOLD_CLEAR 64         /* after a clear win, */
-#define CG_CONTROL_HOLD_MAX 1024         /* and at most (doubling while the same mode wins) */
-#define CG_CONTROL_PROBE_SHARE 0.01      /* the next probe's losing epochs, share of a hold */
+#define CG_CONTROL_STAND_FIRST 16         /* epochs a decision stands at first, */
+#define CG_CONTROL_STAND_CLEAR 64         /* after a clear win, */
+#define CG_CONTROL_STAND_MAX 1024         /* and at most (doubling while the same mode wins) */
+#define CG_CONTROL_PROBE_SHARE 0.01      /* the next probe's losing epochs, share of a stand */
 #define CG_CONTROL_PROBE_EPOCHS 0.01     /* its eager epochs, share of the epochs held */
 /* Settled graphed epochs run unmeasured before the first probe (and CG_CONTROL_TRUST_NS at
  * least): the graphs passed their chunks' tests already, and a short job never earns back a
@@ -81,6 +82,7 @@ static void note_interval(struct cg_control *c, uint32_t ops)
 		c->period = 0;  /* the loop changed: find it again */
 	if (!c->period)
 		c->period = find_period(c);
+	CG_ASSERT(c->period <= CG_CONTROL_RING / 2);
 }
 
 static bool epoch_complete(const struct cg_control *c, uint64_t end_ns)
@@ -116,6 +118,7 @@ static double extreme(const double *v, uint32_t n, bool largest)
 
 static void start_probe(struct cg_control *c)
 {
+	CG_ASSERT(c->phase == CG_CTL_TRUST || c->phase == CG_CTL_STAND);
 	c->phase = CG_CTL_PROBE;
 	c->nsample[0] = c->nsample[1] = 0;
 }
@@ -123,16 +126,17 @@ static void start_probe(struct cg_control *c)
 static void add_sample(struct cg_control *c, double per_op, uint64_t epoch_ns)
 {
 	uint32_t m = c->defer;
+	CG_ASSERT(c->phase == CG_CTL_PROBE);
 	if (c->nsample[m] < CG_CONTROL_SAMPLES) {
 		c->sample[m][c->nsample[m]] = per_op;
 		c->sample_ns[m][c->nsample[m]++] = epoch_ns;
 	}
 }
 
-/* Epochs the winning mode must hold so that the next probe, if it goes as this one did, costs
+/* Epochs the winning mode must stand so that the next probe, if it goes as this one did, costs
  * at most CG_CONTROL_PROBE_SHARE of the time held: the losing epochs' time beyond what the
  * winner would have taken for their work, over the winner's time per epoch. */
-static uint32_t hold_for_cost(const struct cg_control *c, bool defer)
+static uint32_t stand_for_cost(const struct cg_control *c, bool defer)
 {
 	uint32_t w = defer, l = !defer;
 	double win = median(c->sample[w], c->nsample[w]), excess = 0, held = 0;
@@ -145,7 +149,7 @@ static uint32_t hold_for_cost(const struct cg_control *c, bool defer)
 	if (held <= 0)
 		return 0;
 	double h = excess / (CG_CONTROL_PROBE_SHARE * held);
-	return h >= CG_CONTROL_HOLD_MAX ? CG_CONTROL_HOLD_MAX : (uint32_t)h + 1;
+	return h >= CG_CONTROL_STAND_MAX ? CG_CONTROL_STAND_MAX : (uint32_t)h + 1;
 }
 
 /* The mode a probe may confirm on a few epochs but not overturn: the last decision's, and
@@ -193,26 +197,27 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 	/* Even a full probe picks the slower mode now and then (medians of 7 noisy epochs a few
 	 * percent apart): the mode changes on a clear difference, or when the next probe, soon,
 	 * agrees. */
+	CG_ASSERT(c->phase == CG_CTL_PROBE && c->nsample[0] >= 1 && c->nsample[1] >= 2);
 	bool doubted = c->decisions && defer != c->last.defer && !clear && !c->last.doubted;
 	if (doubted)
 		defer = c->last.defer;
 	bool flipped = c->decisions && defer != c->last.defer;
 	if (doubted)
-		c->hold_len = CG_CONTROL_HOLD_FIRST / 2;  /* the next probe, soon, confirms or clears it */
+		c->stand_len = CG_CONTROL_STAND_FIRST / 2;  /* the next probe, soon, confirms or clears it */
 	else if (!c->decisions || flipped)
-		c->hold_len = clear ? CG_CONTROL_HOLD_CLEAR : CG_CONTROL_HOLD_FIRST;
-	else if (c->hold_len < CG_CONTROL_HOLD_MAX)
-		c->hold_len *= 2;
+		c->stand_len = clear ? CG_CONTROL_STAND_CLEAR : CG_CONTROL_STAND_FIRST;
+	else if (c->stand_len < CG_CONTROL_STAND_MAX)
+		c->stand_len *= 2;
 	c->decisions++;
 	c->flips += flipped;
-	uint32_t cost = hold_for_cost(c, defer);
+	uint32_t cost = stand_for_cost(c, defer);
 	if (defer && !doubted) {
 		double h = c->nsample[0] / CG_CONTROL_PROBE_EPOCHS;
-		uint32_t replay = h >= CG_CONTROL_HOLD_MAX ? CG_CONTROL_HOLD_MAX : (uint32_t)h;
+		uint32_t replay = h >= CG_CONTROL_STAND_MAX ? CG_CONTROL_STAND_MAX : (uint32_t)h;
 		cost = cost > replay ? cost : replay;
 	}
-	c->hold = c->hold_len > cost ? c->hold_len : cost;
-	c->phase = CG_CTL_HOLD;
+	c->stand = c->stand_len > cost ? c->stand_len : cost;
+	c->phase = CG_CTL_STAND;
 	c->defer = defer;
 	c->last = (struct cg_control_decision){
 		.defer = defer, .flipped = flipped,
@@ -221,10 +226,101 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 		.eager_samples = c->nsample[0], .graph_samples = c->nsample[1],
 		.period = c->period,
 		.epoch_intervals = c->epoch_len,
-		.hold = c->hold,
+		.stand = c->stand,
 		.doubted = doubted,
 	};
 	*out = c->last;
+}
+
+/* What an epoch's end means for the mode of the next: the same, the other one (a probe goes on),
+ * or a probe's decision (c->defer is set already). */
+enum next { STAY, FLIP, DECIDED };
+
+/* Before graphs: what eager costs, as far as warm-up lets it show, from epochs of whole
+ * periods only (16 intervals of a 5-interval step hold other work than the next 16, at another
+ * time per op), and with no graph in use: those in which graphs are launched, built and timed
+ * are neither mode (a PyTorch MLP's came out 14-35% under the eager time per op its probe
+ * measured later, and under the graphed one too, and ended the trust in 7 runs of 9 on graphs
+ * the probe found faster than eager). True: graphs are settled, the trust begins with this
+ * epoch. */
+static bool wait_epoch(struct cg_control *c, double per_op, bool graphed, bool eager)
+{
+	if (!graphed) {
+		if (eager && c->period && c->epoch_len % c->period == 0 &&
+		    (!c->eager_ref || per_op < c->eager_ref))
+			c->eager_ref = per_op;
+		return false;
+	}
+	c->phase = CG_CTL_TRUST;
+	c->stand = CG_CONTROL_TRUST;
+	c->trusted_ns = 0;
+	c->slow = 0;
+	return true;
+}
+
+/* Counted in settled epochs and their time; CG_CONTROL_TRUST_SLOW in a row clearly slower than
+ * the eager epochs before the graphs end the trust. */
+static enum next trust_epoch(struct cg_control *c, double per_op, uint64_t epoch_ns,
+                             bool graphed)
+{
+	if (!graphed)
+		return STAY;
+	if (c->eager_ref && per_op * CG_CONTROL_CLEAR_EAGER > c->eager_ref) {
+		c->slow++;
+		c->slow_ns = per_op;
+	} else {
+		c->slow = 0;
+	}
+	c->trusted_ns += epoch_ns;
+	if (c->stand)
+		c->stand--;
+	if (c->slow < CG_CONTROL_TRUST_SLOW && (c->stand || c->trusted_ns < CG_CONTROL_TRUST_NS))
+		return STAY;
+	c->stand = 0;
+	start_probe(c);
+	add_sample(c, per_op, epoch_ns);
+	return FLIP;
+}
+
+/* Graph builds or cost-gate timings slowed this epoch: its mode is measured again (up to
+ * CG_CONTROL_UNSETTLED_MAX epochs in a row). */
+static bool unsettled(struct cg_control *c, bool graphed)
+{
+	if (!graphed && c->unsettled < CG_CONTROL_UNSETTLED_MAX) {
+		c->unsettled++;
+		return true;
+	}
+	c->unsettled = 0;
+	return false;
+}
+
+static enum next stand_epoch(struct cg_control *c, double per_op, uint64_t epoch_ns,
+                             bool graphed)
+{
+	CG_ASSERT(c->stand >= 1);
+	if (c->stand > 1 && --c->stand)
+		return STAY;
+	/* The probe's first sample is the last epoch stood: one that built graphs or timed them
+	 * stands one epoch more. */
+	if (unsettled(c, graphed))
+		return STAY;
+	c->stand = 0;
+	start_probe(c);
+	add_sample(c, per_op, epoch_ns);
+	return FLIP;
+}
+
+static enum next probe_epoch(struct cg_control *c, double per_op, uint64_t epoch_ns,
+                             bool graphed, struct cg_control_decision *out)
+{
+	if (unsettled(c, graphed))
+		return STAY;
+	add_sample(c, per_op, epoch_ns);
+	bool defer = true, clear = false;
+	if (!probe_done(c, &defer, &clear))
+		return FLIP;
+	decide(c, defer, clear, out);
+	return DECIDED;
 }
 
 /* An epoch of c->defer's mode ended, `per_op` ns per op over `epoch_ns`; `graphed`: settled
@@ -232,80 +328,25 @@ static void decide(struct cg_control *c, bool defer, bool clear, struct cg_contr
 static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bool graphed,
                       bool eager, struct cg_control_decision *out)
 {
+	enum next n = STAY;
 	switch (c->phase) {
 	case CG_CTL_WAIT:
-		if (!graphed) {
-			/* Before graphs: what eager costs, as far as warm-up lets it show, from epochs
-			 * of whole periods only (16 intervals of a 5-interval step hold other work
-			 * than the next 16, at another time per op), and with no graph in use: those
-			 * in which graphs are launched, built and timed are neither mode (a PyTorch
-			 * MLP's came out 14-35% under the eager time per op its probe measured later,
-			 * and under the graphed one too, and ended the trust in 7 runs of 9 on graphs
-			 * the probe found faster than eager). */
-			if (eager && c->period && c->epoch_len % c->period == 0 &&
-			    (!c->eager_ref || per_op < c->eager_ref))
-				c->eager_ref = per_op;
-			return false;
-		}
-		/* this epoch is the trust's first */
-		c->phase = CG_CTL_TRUST;
-		c->hold = CG_CONTROL_TRUST;
-		c->trusted_ns = 0;
-		c->slow = 0;
-		/* fall through */
+		if (wait_epoch(c, per_op, graphed, eager))
+			n = trust_epoch(c, per_op, epoch_ns, graphed);
+		break;
 	case CG_CTL_TRUST:
-		/* Counted in settled epochs and their time; CG_CONTROL_TRUST_SLOW in a row clearly
-		 * slower than the eager epochs before the graphs end the trust. */
-		if (!graphed)
-			return false;
-		if (c->eager_ref && per_op * CG_CONTROL_CLEAR_EAGER > c->eager_ref) {
-			c->slow++;
-			c->slow_ns = per_op;
-		} else {
-			c->slow = 0;
-		}
-		c->trusted_ns += epoch_ns;
-		if (c->hold)
-			c->hold--;
-		if (c->slow < CG_CONTROL_TRUST_SLOW &&
-		    (c->hold || c->trusted_ns < CG_CONTROL_TRUST_NS))
-			return false;
-		c->hold = 0;
-		start_probe(c);
-		add_sample(c, per_op, epoch_ns);
+		n = trust_epoch(c, per_op, epoch_ns, graphed);
 		break;
-	case CG_CTL_HOLD:
-		if (c->hold > 1 && --c->hold)
-			return false;
-		/* The probe's first sample is the last epoch held: one that built graphs or timed
-		 * them is held one epoch more. */
-		if (!graphed && c->unsettled < CG_CONTROL_UNSETTLED_MAX) {
-			c->unsettled++;
-			return false;
-		}
-		c->unsettled = 0;
-		c->hold = 0;
-		start_probe(c);
-		add_sample(c, per_op, epoch_ns);  /* the last epoch held is the probe's first sample */
+	case CG_CTL_STAND:
+		n = stand_epoch(c, per_op, epoch_ns, graphed);
 		break;
-	case CG_CTL_PROBE: {
-		/* Graph builds or cost-gate timings slowed this epoch: measure its mode again. */
-		if (!graphed && c->unsettled < CG_CONTROL_UNSETTLED_MAX) {
-			c->unsettled++;
-			return false;
-		}
-		c->unsettled = 0;
-		add_sample(c, per_op, epoch_ns);
-		bool defer = true, clear = false;
-		if (probe_done(c, &defer, &clear)) {
-			decide(c, defer, clear, out);
-			return true;
-		}
+	case CG_CTL_PROBE:
+		n = probe_epoch(c, per_op, epoch_ns, graphed, out);
 		break;
 	}
-	}
-	c->defer = !c->defer;
-	return false;
+	if (n == FLIP)
+		c->defer = !c->defer;
+	return n == DECIDED;
 }
 
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool waited,

@@ -31,7 +31,7 @@ struct cg_control_decision {
 	uint32_t eager_samples, graph_samples;
 	uint32_t period;            /* intervals per loop period (0: none found) */
 	uint32_t epoch_intervals;   /* intervals per epoch */
-	uint32_t hold;              /* epochs until it measures again */
+	uint32_t stand;             /* epochs until it measures again */
 	bool doubted;               /* the probe favoured the other mode, not clearly: kept until
 	                               the next probe (soon) agrees */
 };
@@ -39,8 +39,8 @@ struct cg_control_decision {
 enum cg_control_phase {
 	CG_CTL_WAIT,   /* nothing graphed on the stream yet: nothing to decide */
 	CG_CTL_PROBE,  /* epochs alternate between deferring and not, each one timed */
-	CG_CTL_HOLD,   /* the faster mode runs; measured again after `hold` epochs */
-	CG_CTL_TRUST,  /* before the first probe: graphs run for `hold` settled epochs and a
+	CG_CTL_STAND,  /* the faster mode runs; measured again after `stand` epochs */
+	CG_CTL_TRUST,  /* before the first probe: graphs run for `stand` settled epochs and a
 	                  minimum time (control.c), unless
 	                  two in a row are clearly slower than the eager epochs before them
 	                  (control.c) */
@@ -71,7 +71,7 @@ struct cg_control {
 	uint64_t sample_ns[2][CG_CONTROL_SAMPLES];
 	uint32_t nsample[2];
 	uint32_t unsettled;         /* unsettled epochs in a row not taken as samples */
-	uint32_t hold, hold_len;
+	uint32_t stand, stand_len;      /* epochs the current phase stands (TRUST, STAND) */
 	uint32_t decisions, flips;
 	struct cg_control_decision last;
 };

@@ -104,12 +104,9 @@ static void budget_completed(struct cg_stream *s)
 	s->budget_runs = 0;
 }
 
-/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
- * launch it. On failure nothing ran, so the ops go eagerly, in order. */
-void cg_launch_chunk(struct cg_stream *s, struct cg_chunk *t)
+/* The deferral is over, `t` about to run: how long it took (the budget, the chunk's span). */
+static void deferral_done(struct cg_stream *s, struct cg_chunk *t)
 {
-	CG_ASSERT(s->mode != CG_MODE_LEARNING);
-	CG_ASSERT(t->state == CG_CHUNK_ARMED && t->graph && t->n == s->sc.n);
 	budget_completed(s);
 	uint64_t since = __atomic_load_n(&s->pending_since, __ATOMIC_RELAXED);
 	if (since && t->span_n < CG_SPAN_RUNS) {
@@ -117,33 +114,61 @@ void cg_launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 		t->span_us += now > since ? (double)(now - since) / 1e3 : 0;
 		t->span_n++;
 	}
-	s->just_launched = t->key;
+}
+
+/* Patch into instance `graph` (its arguments `inst_args`) the deferred ops' arguments that
+ * differ from what it holds. Returns NONE or PATCH_FAILED; `*patched`: nodes patched. */
+static enum cg_reason patch_changed(struct cg_stream *s, struct cg_chunk *t, void *graph,
+                                    unsigned char *inst_args, uint32_t *patched,
+                                    const char **detail)
+{
 	const struct cg_engine *e = s->e;
 	const struct cg_scratch *sc = &s->sc;
-	const char *detail = NULL;
-	enum cg_reason r = CG_R_NONE;
-	uint32_t patched = 0;
-	uint32_t k = pick_instance(s, t);
-	unsigned char *inst_args = cg_chunk_inst_args(t, k);
-	void *graph = k ? t->xgraph[k - 1] : t->graph;
-	enum timing timing = cg_timing_wanted(s, t);
-	if (timing == TIME_EAGER && cg_eager_sample(s, t))
-		return;
-
 	for (uint32_t i = 0; i < t->n; i++) {
 		unsigned char *held = inst_args + t->args_off[i];
 		const unsigned char *now = sc->bytes + sc->args_off[i];
+		CG_ASSERT(sc->args_len[i] == t->args_off[i + 1] - t->args_off[i]);
 		if (memcmp(held, now, sc->args_len[i]) == 0)
 			continue;
 		struct cg_op op;
 		cg_scratch_op(sc, i, &op);
-		if (e->be->patch(e->be_ctx, graph, i, &op, &detail) != 0) {
-			r = CG_R_PATCH_FAILED;
-			break;
-		}
+		if (e->be->patch(e->be_ctx, graph, i, &op, detail) != 0)
+			return CG_R_PATCH_FAILED;
 		memcpy(held, now, sc->args_len[i]);
-		patched++;
+		++*patched;
 	}
+	return CG_R_NONE;
+}
+
+/* The graph ran: counted, and the stream learns on from here. */
+static void launched(struct cg_stream *s, struct cg_chunk *t)
+{
+	ST(s, ops_replayed, t->n);
+	ST(s, graph_launches, 1);
+	if (!__atomic_load_n(&s->e->launched, __ATOMIC_RELAXED))
+		__atomic_store_n(&s->e->launched, true, __ATOMIC_RELAXED);
+	t->launched++;
+	t->last_used = ++s->tick;
+	cg_set_mode(s, CG_MODE_LEARNING);
+}
+
+/* The deferred ops are exactly `t`: patch the arguments that differ from what its graph holds,
+ * launch it. On failure nothing ran, so the ops go eagerly, in order. */
+void cg_launch_chunk(struct cg_stream *s, struct cg_chunk *t)
+{
+	CG_ASSERT(s->mode != CG_MODE_LEARNING);
+	CG_ASSERT(t->state == CG_CHUNK_ARMED && t->graph && t->n == s->sc.n);
+	deferral_done(s, t);
+	s->just_launched = t->key;
+	const struct cg_engine *e = s->e;
+	const char *detail = NULL;
+	uint32_t patched = 0;
+	uint32_t k = pick_instance(s, t);
+	void *graph = k ? t->xgraph[k - 1] : t->graph;
+	enum timing timing = cg_timing_wanted(s, t);
+	if (timing == TIME_EAGER && cg_eager_sample(s, t))
+		return;
+	enum cg_reason r = patch_changed(s, t, graph, cg_chunk_inst_args(t, k), &patched, &detail);
 	bool timed = !r && timing == TIME_GRAPH &&
 	             e->be->time_begin(e->be_ctx, s->be_stream, t->key, true);
 	if (!r && e->be->launch(e->be_ctx, s->be_stream, graph, &detail) != 0)
@@ -161,13 +186,7 @@ void cg_launch_chunk(struct cg_stream *s, struct cg_chunk *t)
 		                                            .detail = detail });
 		cg_chunk_failed(s, t, r);
 	} else {
-		ST(s, ops_replayed, t->n);
-		ST(s, graph_launches, 1);
-		if (!__atomic_load_n(&s->e->launched, __ATOMIC_RELAXED))
-			__atomic_store_n(&s->e->launched, true, __ATOMIC_RELAXED);
-		t->launched++;
-		t->last_used = ++s->tick;
-		cg_set_mode(s, CG_MODE_LEARNING);
+		launched(s, t);
 	}
 	CG_ASSERT(s->mode == CG_MODE_LEARNING);
 	cg_chunk_ended(s, t);

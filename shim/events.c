@@ -75,7 +75,7 @@ static void json_decision(const struct cg_event *ev)
 	cg_json_uint(j, "graphed_epochs", d->graph_samples);
 	cg_json_uint(j, "period_intervals", d->period);
 	cg_json_uint(j, "epoch_intervals", d->epoch_intervals);
-	cg_json_uint(j, "hold_epochs", d->hold);
+	cg_json_uint(j, "stand_epochs", d->stand);
 	if (cg_json_end(j))
 		cg_report_emit(j);
 	cg_json_give(j);

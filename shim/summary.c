@@ -72,7 +72,7 @@ static void json_control(struct cg_json *j)
 	struct cg_control_summary cs, *c = &cs;
 	cg_engine_control(cg_shim.engine, c);
 	static const char *const phases[] = { [CG_CTL_WAIT] = "waiting", [CG_CTL_PROBE] = "probing",
-	                                      [CG_CTL_HOLD] = "holding", [CG_CTL_TRUST] = "trusting" };
+	                                      [CG_CTL_STAND] = "standing", [CG_CTL_TRUST] = "trusting" };
 	cg_json_obj(j, "control");
 	cg_json_str(j, "mode", c->defer ? "graphs" : "eager");
 	cg_json_str(j, "phase", phases[c->phase]);

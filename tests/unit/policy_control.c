@@ -183,7 +183,7 @@ static void test_builds_do_not_blur_the_probe(void **state)
 	assert_true(f.last.defer);
 	assert_int_equal(f.last.eager_samples, 1);  /* 3 when the slowed epoch was a sample */
 	assert_int_equal(builds, 0);
-	assert_true(f.last.hold >= 64);
+	assert_true(f.last.stand >= 64);
 }
 
 /* Graphs 5x faster (a launch-bound C loop): each eager epoch of a probe costs 4 ms more than
