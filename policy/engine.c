@@ -2,11 +2,21 @@
  * chunks of a loop align by themselves, whatever its period or prologue); a chunk seen `warmup`
  * times gets a graph. Replay: ops that match an armed chunk are deferred until it is complete,
  * then its graph is launched with the changed arguments patched in. Anything else runs eagerly,
- * in order, and is counted by reason. Here: learning, the op's way in (cg_submit), boundaries
- * and flushes, the controller's hooks, streams' lifetimes. The pieces of armed chunks that
- * boundaries cut out are in pieces.c; deferring, following and launching an armed chunk in
- * replay.c, the cost gate's samples in samples.c, a stream's state and the primitives all of
- * them build on in stream.h and stream.c. */
+ * in order, and is counted by reason.
+ *
+ * A stream is in one of four modes (enum cg_mode, stream.h), changed here only (cg_set_mode):
+ *
+ *   LEARNING ──start_chunk──▶ DEFERRING       (replay.c: candidates followed, the complete
+ *      ▲  ▲  ╲                                  one launched; a divergence or a boundary ends it)
+ *      │  │   ╲─start_chunk─▶ DEFERRING_REST  (pieces.c: the rest of a chunk a boundary cut)
+ *      │  │                                    
+ *      │  └──────────────── HOLDING          (samples.c: a learning chunk's sighting held back
+ *      │                                       to run as its graph or as a timed sample)
+ *      └── every mode returns to LEARNING once its ops ran (as a graph or eagerly)
+ *
+ * cg_submit, cg_boundary and cg_flush switch on the mode. Here: learning (where the chunk
+ * being learned is cut), the op's way in, boundaries and flushes, the controller's hooks,
+ * streams' lifetimes. The primitives the mode modules build on are in stream.h and stream.c. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,8 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include "fake_backend.h"
+#include "policy/assert.h"
 #include "policy/engine.h"
 
 #define LOOP 300  /* ops per iteration of the model training step */
@@ -1669,6 +1673,35 @@ static void test_short_loop_unit_cut_by_host_copy(void **state)
 	rig_down(&r);
 }
 
+/* The engine's invariants are checked in this build (not NDEBUG: the default build, CI): a
+ * failed one names itself and aborts. */
+static void test_assertions_are_on(void **state)
+{
+	(void)state;
+#ifdef NDEBUG
+	skip();
+#else
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		dup2(fds[1], 2);
+		volatile int two = 2;
+		CG_ASSERT(two == 3);
+		_exit(0);
+	}
+	close(fds[1]);
+	char msg[256] = { 0 };
+	ssize_t n = read(fds[0], msg, sizeof(msg) - 1);
+	close(fds[0]);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	assert_true(n > 0 && strstr(msg, "two == 3 does not hold"));
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1717,6 +1750,7 @@ int main(void)
 		cmocka_unit_test(test_timeout_splits_chunk),
 		cmocka_unit_test(test_allocation_failure_degrades),
 		cmocka_unit_test(test_sig_hash_and_reasons),
+		cmocka_unit_test(test_assertions_are_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
