@@ -2,9 +2,8 @@
 # memory; clusters) are patched into the graphs: replayed after warmup, every launch run with its
 # own shape (same_work), no divergence
 
-args=; case $case_name in *-block) args=--block ;; *-cluster) args=--cluster ;; esac
-eager e "$progs/conf_grow" $args
-shim s "$progs/conf_grow" $args
+eager e "$progs/conf_grow" --block
+shim s "$progs/conf_grow" --block
 same_result e s; same_work e s
 r=$(field refused "$tmp/e.out")
 [ -n "$r" ] && [ "$r" != 0 ] && [ "$r" = "$(field refused "$tmp/s.out")" ] ||

@@ -4,9 +4,8 @@
 # replayed (a refused launch learned into a chunk would fail its graph's build every time: 75%
 # replayed)
 
-args=--limit; [ "$case_name" = conf-grow-limit-kernel ] && args="--limit --kernel"
-eager e "$progs/conf_grow" $args
-shim s "$progs/conf_grow" $args
+eager e "$progs/conf_grow" --limit
+shim s "$progs/conf_grow" --limit
 same_result e s; same_work e s
 [ "$(grep -c '^limit ' "$tmp/e.out")" -ge 12 ] || fail "eager: $(grep -c '^limit ' "$tmp/e.out") refused launches, want 12"
 cmp -s <(grep '^limit ' "$tmp/e.out") <(grep '^limit ' "$tmp/s.out") ||
