@@ -1,5 +1,5 @@
-# first occurrences carry a host backtrace reaching the program's own function, and `cugraft
-# report` adds its source line (the program has debug information)
+# a fallback's first occurrence carries a host backtrace reaching the program's own function, and
+# `cugraft report` adds its source line (the program has debug information)
 
 case ${CG_SANITIZER_RT:-} in *libtsan*) echo "skipped: no backtraces under TSan"; exit 77 ;; esac
 shim s "$progs/fourway" --iters 10

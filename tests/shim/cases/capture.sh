@@ -1,4 +1,5 @@
-# lifetimes: no crash, no hang, report written
+# the program captures a graph itself and launches it 10 times (lifecycle --mode capture): the
+# result and work exact, no crash, no hang, the report written
 
 eager e "$progs/lifecycle" --mode capture
 shim s "$progs/lifecycle" --mode capture

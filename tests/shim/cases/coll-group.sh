@@ -1,4 +1,5 @@
-# CUGRAFT_SCOPE=+collectives: collectives inside a group stay eager: no vote at all
+# CUGRAFT_SCOPE=+collectives with the all-reduce in a group (ncclloop --group): collectives inside
+# a group stay eager, with no vote at all; the result and work exact
 
 export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH CUGRAFT_SCOPE=+collectives
 . "$here/lib-coll.sh"

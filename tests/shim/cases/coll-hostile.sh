@@ -1,4 +1,5 @@
-# a bad CUGRAFT_VOTE_TIMEOUT_MS warns once and keeps the default; too big is clamped
+# a bad CUGRAFT_VOTE_TIMEOUT_MS warns once and keeps the default; one too big is clamped; the
+# result exact either way
 
 export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH CUGRAFT_SCOPE=+collectives
 . "$here/lib-coll.sh"

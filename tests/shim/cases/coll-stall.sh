@@ -1,8 +1,6 @@
-# rank 1's 3rd NCCL call (split, vote, vote: in its vote thread) never returns: both ranks give up
-# that vote instead of hanging, say so, and finish eagerly with the eager result (rank 1's stuck
-# vote thread is left behind). The first rank to time out aborts its vote communicator, which the
-# fake NCCL (unlike NCCL) propagates: the other rank's vote may then fail just before its own
-# deadline instead of timing out
+# CUGRAFT_SCOPE=+collectives on 2 ranks, rank 1's 3rd NCCL call (split, vote, vote: in its vote
+# thread) never returning: both ranks give up that vote instead of hanging, say so, and finish
+# eagerly with the eager result (rank 1's stuck vote thread is left behind)
 
 export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH CUGRAFT_SCOPE=+collectives
 . "$here/lib-coll.sh"
@@ -13,6 +11,9 @@ took=$(( $(date +%s) - start ))
 [ "$(cat "$tmp/s.rc")" = 0 ] || fail "exit $(cat "$tmp/s.rc"): $(tail -3 "$tmp/s.err")"
 [ "$took" -le 10 ] || fail "took $took s with a 1 s vote timeout (the parent waits 20 s)"
 grep -q 'rank 1 stalls at collective call 3' "$tmp/s.err" || fail "rank 1 did not stall"
+# The first rank to time out aborts its vote communicator, which the fake NCCL (unlike NCCL)
+# propagates: the other rank's vote may then fail just before its own deadline instead of timing
+# out.
 for r in 0 1; do
   [ -n "$(rsum e $r)" ] && [ "$(rsum e $r)" = "$(rsum s $r)" ] || fail "rank $r: checksum $(rsum s $r), eager $(rsum e $r)"
   case "$(votes "$tmp/s.$r.jsonl" | tr '\n' ,)" in

@@ -1,4 +1,5 @@
-# abort() with launches in flight: the same death and checksum lines, a readable report
+# abort() with launches in flight (conf_crash): the same death and checksum lines as without the
+# shim, and a report of JSON lines whose last says the job died of SIGABRT
 
 eager e "$progs/conf_crash"
 shim s "$progs/conf_crash"

@@ -1,6 +1,6 @@
-# launch shapes that change every iteration (a decoding loop's growing grid; block and shared
-# memory; clusters) are patched into the graphs: replayed after warmup, every launch run with its
-# own shape (same_work), no divergence
+# block dimensions and dynamic shared memory changing every token (conf_grow --block): the shapes
+# are patched into the graphs, replayed after warmup, every launch run with its own shape
+# (same_work), no divergence; a launch the driver refuses returns the same error
 
 eager e "$progs/conf_grow" --block
 shim s "$progs/conf_grow" --block

@@ -1,4 +1,5 @@
-# lifetimes: no crash, no hang, report written
+# the program destroys a created context mid-run, creates another and goes on (lifecycle --mode
+# ctx-destroy): the result and work exact, no crash, no hang, the report written
 
 eager e "$progs/lifecycle" --mode ctx-destroy
 shim s "$progs/lifecycle" --mode ctx-destroy

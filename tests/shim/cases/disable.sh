@@ -1,4 +1,6 @@
-# CUGRAFT_DISABLE=1: a pure pass-through, no report, the fake sees the same calls
+# CUGRAFT_DISABLE=1: a pure pass-through, no report, the fake sees the same driver calls; programs
+# whose first wrapped call is a plain linked one (no dlsym, no cuGetProcAddress) give the same
+# result
 
 eager e "$progs/fourway" --iters 20
 CUGRAFT_DISABLE=1 shim s "$progs/fourway" --iters 20

@@ -1,4 +1,5 @@
-# dlsym/dlvsym answered from the caller's scope as glibc does; only driver pointers change
+# dlsym and dlvsym answered from the caller's scope as glibc does: the same answers with the shim
+# as without, but for the driver's functions, which are handed out as cugraft's wrappers
 
 eager e "$progs/dlscope" "$progs/libdlscope_a.so"
 shim s "$progs/dlscope" "$progs/libdlscope_a.so"

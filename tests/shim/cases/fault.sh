@@ -1,9 +1,10 @@
 # FAULT (FAKECUDA_FAIL) fails a driver API the backend uses: the result is identical, nothing lost
 # or run twice, the fault really fired, REASON and DETAIL (the CUresult's name) are in the report;
 # an empty REASON: no *_failed reason at all (a failing destroy has nothing to fall back from);
-# REASON='*': any. PROG (fourway), PROG_ARGS and SHIM_ENV pick the run; ATTEMPTS reruns the shim
-# until the fault fires (for faults reached only by timing).
+# REASON='*': any
 
+# PROG (fourway), PROG_ARGS and SHIM_ENV pick the run; ATTEMPTS reruns the shim until the fault
+# fires (for faults reached only by timing).
 eager e "$progs/${PROG:-fourway}" ${PROG_ARGS:---iters 40}
 for attempt in $(seq "${ATTEMPTS:-1}"); do
   rm -f "$tmp/s.jsonl"

@@ -1,4 +1,5 @@
-# all four ways of reaching the driver; every launch seen; replay happens and is exact
+# all four ways of reaching the driver: every launch seen and counted by entry point, replay
+# happens and is exact, and the report names the program's calls and its device
 
 eager e "$progs/fourway" --iters 40
 shim s "$progs/fourway" --iters 40

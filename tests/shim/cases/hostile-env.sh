@@ -1,4 +1,5 @@
-# garbage options: one warning each, defaults kept, result unchanged
+# garbage values for the options: one warning each, the defaults kept, the result and work
+# unchanged
 
 eager e "$progs/fourway" --iters 20
 CUGRAFT_WARMUP=banana CUGRAFT_CHUNK=-5 CUGRAFT_MAX_GRAPHS=99999999999999999999999 \

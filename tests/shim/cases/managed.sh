@@ -1,4 +1,5 @@
-# managed memory (CPU-offload style): exact, and noted once in the report
+# managed memory (CPU-offload style, lifecycle --mode managed): the result and work exact, and the
+# report notes it once
 
 eager e "$progs/lifecycle" --mode managed
 shim s "$progs/lifecycle" --mode managed

@@ -1,4 +1,5 @@
-# CUGRAFT_DISABLE=1 around NCCL: the same result and the same driver calls
+# CUGRAFT_DISABLE=1 around NCCL (ncclloop --group): the same result and work, the same driver
+# calls, and no report
 
 export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH
 eager e "$progs/ncclloop" --iters 20 --group

@@ -1,7 +1,7 @@
-# the same on a 13.0 driver, which cannot count a kernel's parameters: each layout is asked for
-# exactly the parameters the loaded image states (PTX, the fat binary nvcc writes by default, one
-# compressed with LZ4, one with zstd where libzstd is there), so no probe runs one past the last
-# parameter
+# on a 13.0 driver, which cannot count a kernel's parameters, the shim's layout queries still never
+# fail: each asks for exactly the parameters the loaded image states (PTX, the fat binary nvcc
+# writes by default, one compressed with LZ4, one with zstd where libzstd is there), so no probe
+# runs one past the last parameter
 
 [ -f "$progs/kernels.fatbin" ] || { echo "skipped: no nvcc, no images"; exit 77; }
 old=$fakedir/cuda130:$LD_LIBRARY_PATH

@@ -1,5 +1,6 @@
-# the same under valgrind: no decision of the shim reads an uninitialised byte (backtraces off:
-# libunwind probes addresses with write(2), which valgrind flags)
+# the same arguments each iteration with other bytes in their padding, under valgrind: no decision
+# of the shim reads an uninitialised byte (backtraces off: libunwind probes addresses with
+# write(2), which valgrind flags)
 
 command -v valgrind > /dev/null || { echo "no valgrind: skipped"; exit 77; }
 [ -z "${CG_SANITIZER_RT:-}" ] || { echo "skipped: valgrind does not run a sanitized build"; exit 77; }

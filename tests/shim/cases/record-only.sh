@@ -1,4 +1,5 @@
-# the recording pass-through: nothing deferred, same calls reach the fake
+# CUGRAFT_RECORD_ONLY=1, the recording pass-through: nothing deferred or graphed, the same launches
+# reach the fake, the result and work exact
 
 eager e "$progs/fourway" --iters 20
 CUGRAFT_RECORD_ONLY=1 shim s "$progs/fourway" --iters 20

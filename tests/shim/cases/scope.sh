@@ -1,4 +1,5 @@
-# CUGRAFT_SCOPE: excluded kernels, memops and streams run eagerly, in order
+# CUGRAFT_SCOPE: the kernels, memops and streams it excludes run eagerly, in order, the result
+# exact; the rest is still graphed
 
 eager e "$progs/fourway" --iters 30
 CUGRAFT_SCOPE=-cg_chain shim s "$progs/fourway" --iters 30

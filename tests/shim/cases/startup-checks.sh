@@ -1,4 +1,5 @@
-# expandable segments: NCCL_GRAPH_REGISTER=0 set and said; a user value kept
+# expandable segments (PYTORCH_CUDA_ALLOC_CONF): cugraft sets NCCL_GRAPH_REGISTER=0 and says so in
+# the report's header and on stderr; a value the user set is kept
 
 eager e "$progs/fourway" --iters 5
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True shim s "$progs/fourway" --iters 5

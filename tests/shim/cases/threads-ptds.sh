@@ -1,5 +1,6 @@
 # 8 threads on their per-thread default streams, naps past the deferral bound, thread 0 on the
-# legacy stream too, an observer thread polling events
+# legacy stream too, an observer thread polling events: the result and work exact, replays on the
+# per-thread streams, and work deferred there flushed from other threads
 
 eager e "$progs/threads" --ptds
 shim s "$progs/threads" --ptds

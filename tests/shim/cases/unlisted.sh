@@ -1,4 +1,5 @@
-# an entry point in no list is default-denied: pending work runs before it
+# an entry point in no list is default-denied: the work pending at it runs before it, as many
+# kernels as without the shim; each such call is counted in the report, and graphs still replay
 
 LOGRUN=1 eager e "$progs/fourway" --iters 30 --unlisted
 LOGRUN=1 shim s "$progs/fourway" --iters 30 --unlisted
