@@ -2,7 +2,7 @@
 # unproven shape (alike), every launch form (fourway) and changing shapes (conf_shapes): the same
 # results as eager
 
-def=$(dirname "$0")/../../shim/options.def
+def=$here/../../shim/options.def
 ends=$(awk -F, '/^X\(/ && $3 ~ /INT/ { gsub(/[" ]/, "", $2); gsub(/ /, "", $5); gsub(/ /, "", $6);
                  print $2 "=" $5; print $2 "=" $6 }' "$def")
 [ -n "$ends" ] || fail "no integer option found in $def"
