@@ -55,7 +55,7 @@ tally() { tried[$1]=$(( ${tried[$1]:-0} + 1 )); }
 # load: the threaded and timing-dependent shim cases, J at a time
 cases="threads threads-ptds spin spin-ptds ptds-threads fork-start flusher-idle slow-start thread-exit control-win control-lose"
 run_case() { # CASE N: one run of the shim test script; its status in $tmp/load.CASE.N
-  timeout 120 "$root/tests/shim/shim-tests.sh" "$1" "$lib" "$fake" "$progs" > "$tmp/load.$1.$2.out" 2>&1
+  timeout 120 "$root/tests/shim/run-case.sh" "$1" "$lib" "$fake" "$progs" > "$tmp/load.$1.$2.out" 2>&1
   echo $? > "$tmp/load.$1.$2.rc"
 }
 for ((r = 1; r <= rounds && $(date +%s) < end; r++)); do

@@ -1,0 +1,12 @@
+# garbage values for the options: one warning each, the defaults kept, the result and work
+# unchanged
+
+eager e "$progs/fourway" --iters 20
+CUGRAFT_WARMUP=banana CUGRAFT_CHUNK=-5 CUGRAFT_MAX_GRAPHS=99999999999999999999999 \
+  CUGRAFT_MAX_DEFER_US= CUGRAFT_LOG=loud CUGRAFT_BACKTRACE=1e99 CUGRAFT_AUDIT=maybe \
+  CUGRAFT_SCOPE=',,=' CUGRAFT_RECORD_ONLY=2 shim s "$progs/fourway" --iters 20
+same_result e s; same_work e s
+for v in WARMUP CHUNK MAX_GRAPHS LOG BACKTRACE AUDIT RECORD_ONLY; do
+  n=$(grep -c "CUGRAFT_$v" "$tmp/s.err")
+  [ "$n" = 1 ] || fail "CUGRAFT_$v: $n warnings, want 1"
+done

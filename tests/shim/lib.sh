@@ -1,0 +1,39 @@
+# Helpers of the shim test cases (cases/*.sh), sourced by run-case.sh after it has set
+# case_name, lib (libcugraft.so, or a list for LD_PRELOAD), fakedir, progs (tests/programs in the
+# build), here (this folder), rt (the sanitizer runtime and a colon, or nothing), tmp (a scratch
+# folder, removed at exit) and status (0; fail sets it to 1; run-case.sh exits with it).
+fail() { echo "FAIL [$case_name]: $*"; status=1; }
+field() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+stat() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+# summary FILE KEY: a top-level number of the report's summary line
+summary() { python3 -c '
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if "\"summary\"" in l][-1]
+v = s
+for k in sys.argv[2].split("."):
+    v = v.get(k, 0) if isinstance(v, dict) else 0
+print(v)' "$1" "$2"; }
+
+# eager NAME ARGS...: the program alone; shim NAME ARGS...: under the shim. Outputs in $tmp/NAME.*
+eager() { local n=$1; shift
+  FAKECUDA_STATS=$tmp/$n.stats FAKECUDA_LOG=${LOGRUN:+$tmp/$n.log} timeout 60 "$@" > "$tmp/$n.out" 2> "$tmp/$n.err"; echo $? > "$tmp/$n.rc"; }
+shim() { local n=$1; shift
+  CUGRAFT_REPORT=$tmp/$n.jsonl FAKECUDA_STATS=$tmp/$n.stats FAKECUDA_LOG=${LOGRUN:+$tmp/$n.log} \
+    LD_PRELOAD=$rt$lib timeout 60 "$@" > "$tmp/$n.out" 2> "$tmp/$n.err"; echo $? > "$tmp/$n.rc"; }
+same_result() { # A B: both exited 0 and printed the same checksum
+  [ "$(cat "$tmp/$1.rc")" = 0 ] || fail "$1 exited $(cat "$tmp/$1.rc"): $(tail -3 "$tmp/$1.err")"
+  [ "$(cat "$tmp/$2.rc")" = 0 ] || fail "$2 exited $(cat "$tmp/$2.rc"): $(tail -3 "$tmp/$2.err")"
+  local a b; a=$(field checksum "$tmp/$1.out"); b=$(field checksum "$tmp/$2.out")
+  [ -n "$a" ] || fail "$1 printed no checksum"
+  [ "$a" = "$b" ] || fail "checksum $2=$b differs from $1=$a"
+}
+in_second_half() { # RE LOG: calls matching RE logged after half of the kernel runs (fake call log)
+  awk -v re="$1" '/^run/ { runs++ } $1 ~ re { at[n++] = runs }
+    END { c = 0; for (i = 0; i < n; i++) c += at[i] > runs / 2; print c }' "$2"; }
+same_work() { # A B: the fake ran the same number of kernels (each op once, none lost), and
+               # the same kernels with the same launch shapes (grid, block, shared memory)
+  local a b; a=$(stat kernels_run "$tmp/$1.stats"); b=$(stat kernels_run "$tmp/$2.stats")
+  [ -n "$a" ] && [ "$a" = "$b" ] || fail "kernels run: $1=$a $2=$b"
+  a=$(stat launch_shapes "$tmp/$1.stats"); b=$(stat launch_shapes "$tmp/$2.stats")
+  [ -n "$a" ] && [ "$a" = "$b" ] || fail "kernels ran with other launch shapes: $1=$a $2=$b"
+}
