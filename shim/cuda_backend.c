@@ -61,9 +61,7 @@ static void **param_ptrs(const struct cg_op *op, void **inline_buf)
 
 static uint64_t mem_arg(const struct cg_op *op, int i)
 {
-	uint64_t v;
-	memcpy(&v, (const char *)op->args + i * sizeof(v), sizeof(v));
-	return v;
+	return cg_memop_arg(op->args, i);
 }
 
 static CUresult submit(const struct cg_op *op, CUstream st)
@@ -95,7 +93,7 @@ static CUresult submit(const struct cg_op *op, CUstream st)
 	case CG_K_MEMSET32:
 		return CG_REAL(cuMemsetD32Async)(mem_arg(op, 0), (unsigned int)mem_arg(op, 1), sig->b, st);
 	case CG_K_COPY:
-		return CG_REAL(cuMemcpyDtoDAsync_v2)(mem_arg(op, 0), mem_arg(op, 1), sig->b, st);
+		return CG_REAL(cuMemcpyDtoDAsync_v2)(mem_arg(op, 0), mem_arg(op, 1), mem_arg(op, 2), st);
 	}
 	return CUDA_ERROR_INVALID_VALUE;
 }
@@ -280,7 +278,7 @@ static CUresult patch_memop(struct chunk_graph *g, uint32_t index, const struct 
 		CUDA_MEMCPY3D c = {
 			.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = mem_arg(op, 1),
 			.dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = mem_arg(op, 0),
-			.WidthInBytes = sig->b, .Height = 1, .Depth = 1,
+			.WidthInBytes = mem_arg(op, 2), .Height = 1, .Depth = 1,
 		};
 		return CG_REAL(cuGraphExecMemcpyNodeSetParams)(g->exec, g->nodes[index], &c, g->ctx);
 	}

@@ -388,18 +388,19 @@ KERNEL_EX_HOOK(cuLaunchKernelEx_ptsz, true)
 
 /* Memory ops: the size is the signature; destination, value and source are arguments, so a
  * moving buffer is patched into the graph's memset/copy node like a kernel argument. */
-static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[2], enum cg_kind kind,
-                   CUdeviceptr dst, uint64_t v, size_t n)
+static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[CG_MEMOP_ARGS],
+                   enum cg_kind kind, CUdeviceptr dst, uint64_t v, size_t n)
 {
 	memset(sig, 0, offsetof(struct cg_sig, attrs));
 	sig->kind = kind;
-	sig->b = n;
+	sig->b = kind == CG_K_COPY ? 0 : n;  /* (sig.h: a copy's size is an argument) */
 	args[0] = dst;
 	args[1] = v;
+	args[2] = kind == CG_K_COPY ? n : 0;
 	op->sig = sig;
 	op->sig_len = cg_sig_len(sig);
 	op->args = args;
-	op->args_len = 2 * sizeof(uint64_t);
+	op->args_len = CG_MEMOP_ARGS * sizeof(uint64_t);
 	op->hash = cg_sig_stable_hash(sig);
 	op->name = kind == CG_K_COPY ? "memcpyDtoD" : "memset";
 }
@@ -440,7 +441,7 @@ static enum cg_reason memop_checked(enum cg_kind kind, CUdeviceptr dst, uint64_t
 	{                                                                                       \
 		struct cg_op op;                                                                \
 		struct cg_sig sig;                                                              \
-		uint64_t args[2];                                                               \
+		uint64_t args[CG_MEMOP_ARGS];                                                   \
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		enum cg_reason why = memop_checked(kind, dst, (uint64_t)v, n);                  \
 		mem_op(&op, &sig, args, kind, dst, (uint64_t)v, n);                             \

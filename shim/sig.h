@@ -83,6 +83,25 @@ static inline struct cg_launch_shape cg_op_shape(const void *args)
 	memcpy(&sh, args, sizeof(sh));
 	return sh;
 }
+/* A memop's arguments: destination, then source (a copy) or value (a memset), then a copy's
+ * size in bytes. A copy's size travels with its arguments, since a graph's 1-D copy node takes
+ * a new one (cuGraphExecMemcpyNodeSetParams): a tensor copied whole as it grows is one op that
+ * is patched, not a new op every step. A memset's count stays in its signature (sig.b): a
+ * memset node may refuse a new width. */
+#define CG_MEMOP_ARGS 3
+static inline uint64_t cg_memop_arg(const void *args, int i)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)args + i * sizeof(v), sizeof(v));
+	return v;
+}
+
+/* Bytes of a copy, elements of a memset. */
+static inline uint64_t cg_memop_count(const struct cg_sig *s, const void *args)
+{
+	return s->kind == CG_K_COPY ? cg_memop_arg(args, 2) : s->b;
+}
+
 static inline const char *cg_op_params(const void *args)
 {
 	return (const char *)args + CG_ARGS_PARAMS;

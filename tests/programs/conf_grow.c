@@ -13,8 +13,11 @@
  * while 56 KiB is still asked for. Every launch's result is printed (`limit <token> <result>`
  * where not CUDA_SUCCESS) and mixed into the checksum: the same calls must fail as without a
  * shim, and a refused launch must not run. --kernel: the same through a CUkernel handle,
- * cuLaunchKernelEx and cuKernelSetAttribute.
- * Prints `checksum <hex>`. usage: conf_grow [--iters N] [--block | --cluster | --limit [--kernel]] */
+ * cuLaunchKernelEx and cuKernelSetAttribute. --copy: the default token, summing a device copy
+ * that grows by one block's elements every token (a sequence copied whole as it grows), so
+ * that a replay copying another size than the one asked for changes the checksum.
+ * Prints `checksum <hex>`.
+ * usage: conf_grow [--iters N] [--block | --cluster | --limit [--kernel] | --copy] */
 #include "prog.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +29,7 @@ struct k {
   CUkernel ksum;  /* --limit --kernel: cg_grid_sum as a CUkernel */
   int iters;
   CUstream s;
-  CUdeviceptr x, acc, out, in;
+  CUdeviceptr x, acc, out, in, cat;
 };
 
 enum { ATTR_RAISED = 64 << 10, ATTR_LOWERED = 48 << 10, BIG_SHMEM = 56 << 10 };
@@ -95,6 +98,10 @@ static CUresult token(const struct k *k, int t, int mode, int refused)
                          .blockDimX = BLOCK, .blockDimY = 1, .blockDimZ = 1, .hStream = k->s,
                          .attrs = &cluster, .numAttrs = 1 };
     CK(cuLaunchKernelEx(&c, k->sum, sum_p, NULL));
+  } else if (mode == 'y') {
+    void *cat_p[] = { (void *)&k->out, (void *)&k->cat };
+    CK(cuMemcpyDtoDAsync(k->cat, k->in, (size_t)(1 + t) * BLOCK * sizeof(unsigned), k->s));
+    CK(cuLaunchKernel(k->sum, 1 + t, 1, 1, BLOCK, 1, 1, 0, k->s, cat_p, NULL));
   } else {
     CK(cuLaunchKernel(k->sum, 1 + t, 1, 1, BLOCK, 1, 1, 0, k->s, sum_p, NULL));
   }
@@ -108,7 +115,7 @@ int main(int argc, char **argv)
 {
   int iters = prog_iters(argc, argv, 200);
   int mode = prog_flag(argc, argv, "--block") ? 'b' : prog_flag(argc, argv, "--cluster") ? 'c'
-           : prog_flag(argc, argv, "--limit") ? 'l' : 0;
+           : prog_flag(argc, argv, "--limit") ? 'l' : prog_flag(argc, argv, "--copy") ? 'y' : 0;
   prog_init();
   CUmodule mod = prog_module();
   struct k k = { .chain = prog_fn(mod, "cg_chain"), .mix = prog_fn(mod, "cg_step_mix"),
@@ -132,6 +139,8 @@ int main(int argc, char **argv)
   CK(cuMemAlloc(&k.out, 8));
   CK(cuMemAlloc(&k.in, threads * sizeof *in));
   CK(cuMemcpyHtoD(k.in, in, threads * sizeof *in));
+  CK(cuMemAlloc(&k.cat, threads * sizeof *in));
+  CK(cuMemsetD32(k.cat, 0, threads));
   CK(cuMemsetD32(k.x, 0, N));
   CK(cuMemsetD8(k.acc, 0, 8));
   CK(cuMemsetD8(k.out, 0, 8));
