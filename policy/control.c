@@ -39,6 +39,14 @@
 #define CG_CONTROL_TRUST 16
 #define CG_CONTROL_TRUST_SLOW 2
 #define CG_CONTROL_UNSETTLED_MAX 3       /* epochs in a row skipped for graph builds or timing */
+/* Before the first decision, CG_CONTROL_TRUST_SLOW epochs in a row in which the deferred ops
+ * that ran eagerly anyway (divergences, boundaries before their chunk was complete) outnumber
+ * this share of the ops replayed end the trust, or the wait for settled graphs, at once: the
+ * probe measures whether deferring still pays. A run too short for the trust's time (a decode of
+ * a few hundred tokens whose kernels change with the sequence's length) is then protected too.
+ * A training loop whose graphs are learned wastes next to nothing (a PyTorch transformer on the
+ * H100: 36 ops of 61911). */
+#define CG_CONTROL_WASTE 0.125
 
 void cg_control_init(struct cg_control *c)
 {
@@ -54,7 +62,8 @@ void cg_control_summarize(const struct cg_control *c, struct cg_control_summary 
 	                                    .last = c->last,
 	                                    .trust_cut = c->slow >= CG_CONTROL_TRUST_SLOW,
 	                                    .trust_cut_ns = c->slow_ns,
-	                                    .eager_ref_ns = c->eager_ref };
+	                                    .eager_ref_ns = c->eager_ref,
+	                                    .waste_cut = c->waste_cut };
 }
 
 /* Smallest p whose repetition explains the latest intervals, or 0. */
@@ -323,38 +332,71 @@ static enum next probe_epoch(struct cg_control *c, double per_op, uint64_t epoch
 	return DECIDED;
 }
 
-/* An epoch of c->defer's mode ended, `per_op` ns per op over `epoch_ns`; `graphed`: settled
- * throughout, `eager`: no graph in use in it (control.h). */
-static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bool graphed,
-                      bool eager, struct cg_control_decision *out)
+/* Before the first decision, a deferring epoch's work (`w`: since the epoch began): true once
+ * CG_CONTROL_TRUST_SLOW epochs in a row wasted more than CG_CONTROL_WASTE of what they replayed. */
+static bool wasteful(struct cg_control *c, const struct cg_control_work *w)
 {
-	enum next n = STAY;
+	if (c->decisions || !c->defer || (c->phase != CG_CTL_WAIT && c->phase != CG_CTL_TRUST))
+		return false;
+	if (w->replayed + w->wasted == 0 || (double)w->wasted <= CG_CONTROL_WASTE * (double)w->replayed)
+		c->wasteful = 0;
+	else
+		c->wasteful++;
+	return c->wasteful >= CG_CONTROL_TRUST_SLOW;
+}
+
+/* The evidence is in before the trust's time (wasteful): the probe starts now, this epoch
+ * its first sample. */
+static enum next probe_early(struct cg_control *c, double per_op, uint64_t epoch_ns)
+{
+	c->phase = CG_CTL_TRUST;  /* (from the wait: the probe follows the trust) */
+	c->stand = 0;
+	c->waste_cut = true;
+	start_probe(c);
+	add_sample(c, per_op, epoch_ns);
+	return FLIP;
+}
+
+/* An epoch of c->defer's mode ended in the current phase: what comes next. */
+static enum next phase_epoch(struct cg_control *c, double per_op, uint64_t epoch_ns,
+                             bool graphed, bool eager, struct cg_control_decision *out)
+{
 	switch (c->phase) {
 	case CG_CTL_WAIT:
 		if (wait_epoch(c, per_op, graphed, eager))
-			n = trust_epoch(c, per_op, epoch_ns, graphed);
-		break;
+			return trust_epoch(c, per_op, epoch_ns, graphed);
+		return STAY;
 	case CG_CTL_TRUST:
-		n = trust_epoch(c, per_op, epoch_ns, graphed);
-		break;
+		return trust_epoch(c, per_op, epoch_ns, graphed);
 	case CG_CTL_STAND:
-		n = stand_epoch(c, per_op, epoch_ns, graphed);
-		break;
+		return stand_epoch(c, per_op, epoch_ns, graphed);
 	case CG_CTL_PROBE:
-		n = probe_epoch(c, per_op, epoch_ns, graphed, out);
-		break;
+		return probe_epoch(c, per_op, epoch_ns, graphed, out);
 	}
+	return STAY;
+}
+
+/* An epoch of c->defer's mode ended, `per_op` ns per op over `epoch_ns`; `graphed`: settled
+ * throughout, `eager`: no graph in use in it, `w`: its work (control.h). */
+static bool epoch_end(struct cg_control *c, double per_op, uint64_t epoch_ns, bool graphed,
+                      bool eager, const struct cg_control_work *w,
+                      struct cg_control_decision *out)
+{
+	enum next n = wasteful(c, w) ? probe_early(c, per_op, epoch_ns)
+	                             : phase_epoch(c, per_op, epoch_ns, graphed, eager, out);
 	if (n == FLIP)
 		c->defer = !c->defer;
 	return n == DECIDED;
 }
 
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool waited,
-                         enum cg_control_graphs graphs, struct cg_control_decision *out)
+                         enum cg_control_graphs graphs, const struct cg_control_work *work,
+                         struct cg_control_decision *out)
 {
 	if (!c->epoch_ns) {
 		c->epoch_ns = end;  /* the first interval only marks where measuring starts */
 		c->epoch_graphed = c->epoch_eager = true;
+		c->epoch_work = *work;
 		return false;
 	}
 	if (waited) {
@@ -377,5 +419,8 @@ bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end, bool 
 	c->epoch_ops = 0;
 	c->epoch_intervals = 0;
 	c->epoch_graphed = c->epoch_eager = true;
-	return epoch_end(c, per_op, epoch_ns, settled, eager, out);
+	struct cg_control_work w = { work->replayed - c->epoch_work.replayed,
+	                             work->wasted - c->epoch_work.wasted };
+	c->epoch_work = *work;
+	return epoch_end(c, per_op, epoch_ns, settled, eager, &w, out);
 }

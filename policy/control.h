@@ -46,6 +46,13 @@ enum cg_control_phase {
 	                  (control.c) */
 };
 
+/* What deferral did so far over every stream, counted since the start: ops replayed from
+ * graphs, and ops deferred that then ran eagerly (a divergence, a boundary or a flush before
+ * their chunk was complete, a failed launch): the cost of deferring that bought nothing. */
+struct cg_control_work {
+	uint64_t replayed, wasted;
+};
+
 struct cg_control {
 	bool defer;                 /* the mode of the current epoch */
 	enum cg_control_phase phase;
@@ -65,6 +72,10 @@ struct cg_control {
 	uint32_t slow;              /* trusted epochs in a row clearly slower than eager_ref (kept
 	                               after the trust: CG_CONTROL_TRUST_SLOW of them ended it) */
 	double slow_ns;             /* ns per op of the latest of them */
+	struct cg_control_work epoch_work;  /* the work counts when the current epoch began */
+	uint32_t wasteful;          /* epochs in a row in which deferral wasted more than
+	                               CG_CONTROL_WASTE of what it replayed (before any decision) */
+	bool waste_cut;             /* such epochs ended the trust (or the wait) early */
 	/* The current probe's epochs, ns per op and each epoch's length in ns, [0] eager,
 	 * [1] graphed. */
 	double sample[2][CG_CONTROL_SAMPLES];
@@ -86,6 +97,8 @@ struct cg_control_summary {
 	 * the fastest eager epoch's before the graphs. */
 	bool trust_cut;
 	double trust_cut_ns, eager_ref_ns;
+	/* Deferral kept ending without a replay: the first probe came early. */
+	bool waste_cut;
 };
 
 void cg_control_init(struct cg_control *c);
@@ -106,6 +119,7 @@ enum cg_control_graphs {
  * epochs without any. Returns true when a probe just ended, with its outcome in *out; c->defer
  * says the mode from now on. */
 bool cg_control_interval(struct cg_control *c, uint32_t ops, uint64_t end_ns, bool waited,
-                         enum cg_control_graphs graphs, struct cg_control_decision *out);
+                         enum cg_control_graphs graphs, const struct cg_control_work *work,
+                         struct cg_control_decision *out);
 
 #endif

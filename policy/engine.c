@@ -232,13 +232,18 @@ static enum cg_verdict learn(struct cg_stream *s, const struct cg_op *op, uint64
  * stream's op closes it reports what a finished probe decided. */
 #define CG_CTL_BATCH 32  /* a stream's ops between two looks at every stream's count */
 
-/* Ops submitted over every stream so far (freed streams included). */
-static uint64_t ops_total(struct cg_engine *e)
+/* Ops submitted over every stream so far (freed streams included); `work`: of them, those
+ * replayed and those deferral wasted. */
+static uint64_t ops_total(struct cg_engine *e, struct cg_control_work *work)
 {
 	pthread_mutex_lock(&e->lock);
 	uint64_t n = e->retired.ops;
-	for (const struct cg_stream *s = e->streams; s; s = s->next)
+	*work = (struct cg_control_work){ e->retired.ops_replayed, e->retired.ops_wasted };
+	for (const struct cg_stream *s = e->streams; s; s = s->next) {
 		n += __atomic_load_n(&s->st.ops, __ATOMIC_RELAXED);
+		work->replayed += __atomic_load_n(&s->st.ops_replayed, __ATOMIC_RELAXED);
+		work->wasted += __atomic_load_n(&s->st.ops_wasted, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&e->lock);
 	return n;
 }
@@ -253,7 +258,8 @@ static void control_op(struct cg_stream *s)
 	 * submitted before their next look (that counts in the next interval). */
 	if (s->st.ops < s->ctl_next && !__atomic_load_n(&e->ctl_wait_ns, __ATOMIC_RELAXED))
 		return;
-	uint64_t total = ops_total(e);
+	struct cg_control_work work;
+	uint64_t total = ops_total(e, &work);
 	struct cg_control_decision d;
 	bool decided = false;
 	pthread_mutex_lock(&e->ctl_lock);
@@ -281,7 +287,7 @@ static void control_op(struct cg_stream *s)
 		e->ctl_timed = timed;
 		e->ctl_built = built;
 		decided = cg_control_interval(&e->ctl, wait ? (n ? n - 1 : 0) : n, end, wait != 0,
-		                              graphs, &d);
+		                              graphs, &work, &d);
 		__atomic_store_n(&e->ctl_probing, e->ctl.phase == CG_CTL_PROBE, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->ctl_defer, e->ctl.defer, __ATOMIC_RELAXED);
 	}

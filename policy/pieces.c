@@ -64,6 +64,7 @@ void cg_rest_eager(struct cg_stream *s)
 {
 	uint32_t n = s->sc.n;
 	CG_ASSERT(s->mode == CG_MODE_DEFERRING_REST);
+	ST(s, ops_wasted, n);
 	cg_run_deferred(s);
 	cg_fallback(s, CG_R_LEARNING, n, false, (struct cg_event){ 0 });
 }

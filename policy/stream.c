@@ -135,6 +135,7 @@ void cg_run_deferred(struct cg_stream *s)
 void cg_submit_deferred(struct cg_stream *s, enum cg_reason r, struct cg_event ev)
 {
 	uint32_t n = s->sc.n;
+	ST(s, ops_wasted, n);
 	cg_run_deferred(s);
 	cg_fallback(s, r, n, true, ev);
 }

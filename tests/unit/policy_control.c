@@ -27,6 +27,9 @@ struct feed {
 	uint64_t eager_ns;  /* time spent in ops run eagerly */
 	uint32_t decisions, eager_decisions, intervals;
 	struct cg_control_decision last;
+	struct cg_control_work work;  /* replayed and wasted ops so far (feed_op counts them) */
+	double waste;    /* of each op while deferring: wasted, else replayed (graphs in use) */
+	double waste_acc;
 };
 
 static void feed_init(struct feed *f)
@@ -42,7 +45,8 @@ static void feed_close(struct feed *f, uint32_t ops, uint64_t end, bool waited, 
 	f->launched |= graphed;
 	bool decided = cg_control_interval(&f->c, ops, end, waited,
 	                                   graphed ? CG_CTL_SETTLED
-	                                   : f->launched ? CG_CTL_UNSETTLED : CG_CTL_NO_GRAPHS, &d);
+	                                   : f->launched ? CG_CTL_UNSETTLED : CG_CTL_NO_GRAPHS,
+	                                   &f->work, &d);
 	if (decided) {
 		f->decisions++;
 		f->eager_decisions += !d.defer;
@@ -64,6 +68,16 @@ static void feed_op(struct feed *f, double ns_eager, double ns_graph, bool graph
 	}
 	f->now += (uint64_t)(f->c.defer ? ns_graph : ns_eager);
 	f->eager_ns += f->c.defer ? 0 : (uint64_t)ns_eager;
+	if (f->c.defer && (graphed || f->launched)) {
+		/* a share `waste` of the deferred ops ran eagerly anyway, the rest from graphs */
+		f->waste_acc += f->waste;
+		if (f->waste_acc >= 1) {
+			f->work.wasted++;
+			f->waste_acc -= 1;
+		} else {
+			f->work.replayed++;
+		}
+	}
 }
 
 /* An interval of ops that take `ns` each, with graphs settled or not (learning: eager). */
@@ -343,6 +357,36 @@ static void test_trust_before_first_probe(void **state)
 	assert_int_equal(trusting, 15);
 	assert_int_equal(f.decisions, 1);
 	assert_true(f.last.defer);
+}
+
+/* A decode whose kernels change with its length: a third of what is deferred runs eagerly
+ * anyway (divergences), graphs 10% slower than eager. The waste ends the trust after two
+ * epochs: the first probe comes long before the trust's time, and sends the program eager.
+ * A loop whose deferral wastes nothing keeps its trust (test_trust_before_first_probe). */
+static void test_waste_probes_early(void **state)
+{
+	struct feed f;
+	feed_init(&f);
+	f.waste = 1.0 / 3;
+	uint32_t intervals = 0;
+	while (!f.decisions && intervals < 2000) {
+		feed_interval(&f, 1000, 1000, 1100);
+		intervals++;
+	}
+	assert_int_equal(f.decisions, 1);
+	assert_false(f.last.defer);
+	/* 3 ms epochs of 1 ms intervals: the trust alone would run CG_CONTROL_TRUST_NS */
+	assert_true(f.now < CG_CONTROL_TRUST_NS / 4);
+	struct cg_control_summary sum;
+	cg_control_summarize(&f.c, &sum);
+	assert_true(sum.waste_cut);
+	/* the same loop wasting 5%: trusted for its time, as before */
+	feed_init(&f);
+	f.waste = 0.05;
+	uint32_t trusting;
+	assert_true(trust_ended_at_its_time(&f, 1000, 1000, 1100, &trusting));
+	cg_control_summarize(&f.c, &sum);
+	assert_false(sum.waste_cut);
 }
 
 /* The chunks' tests can be wrong (work held back from a GPU the host waits for costs what no
@@ -754,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_phase_change_noticed),
 		cmocka_unit_test(test_trust_before_first_probe),
 		cmocka_unit_test(test_trust_is_bounded),
+		cmocka_unit_test(test_waste_probes_early),
 		cmocka_unit_test(test_first_probe_overturns_only_on_full_samples),
 		cmocka_unit_test(test_trust_ends_when_clearly_slower),
 		cmocka_unit_test(test_trust_outlasts_one_slow_epoch),
