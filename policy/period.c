@@ -419,11 +419,34 @@ static bool same_part(const struct loop *v, const struct pattern *a, const struc
 	return 2 * overlap(v, a, b) >= smaller;
 }
 
-/* Whether q leaves unexplained, per iteration of top, no more launches than noise in q's. */
-static bool explains_nearly(const struct pattern *q, const struct pattern *top)
+/* What a's loops explain within events [lo, hi): each loop's matched mass and launches in the
+ * share of its events that lies there. */
+static void within(const struct loop *v, const struct pattern *a, size_t lo, size_t hi,
+                   double *mass, double *launches)
 {
-	uint64_t missing = top->launches > q->launches ? top->launches - q->launches : 0;
-	return missing <= noise_launches(q->per) * top->iterations;
+	*mass = *launches = 0;
+	for (size_t i = a->from; i < a->from + a->count; i++) {
+		size_t l = v[i].first > lo ? v[i].first : lo, h = v[i].end < hi ? v[i].end : hi;
+		if (h <= l)
+			continue;
+		double share = (double)(h - l) / (double)(v[i].end - v[i].first);
+		*mass += share * (double)v[i].mass;
+		*launches += share * (double)v[i].launches;
+	}
+}
+
+/* Whether q, a smaller period of top's part, stands for it: where both have loops, q explains
+ * nearly top's mass (9/10), and the launches it leaves unexplained, per iteration of top, are
+ * noise in q's iteration. (Compared where both reach: one ends an iteration before the other
+ * where the epilogue happens to continue one of them.) */
+static bool stands_for(const struct loop *v, const struct pattern *q, const struct pattern *top)
+{
+	size_t lo = q->lo > top->lo ? q->lo : top->lo, hi = q->hi < top->hi ? q->hi : top->hi;
+	double qm, ql, tm, tl;
+	within(v, q, lo, hi, &qm, &ql);
+	within(v, top, lo, hi, &tm, &tl);
+	double iterations = (double)top->iterations * (tm / (double)top->mass);
+	return qm * 10 >= tm * 9 && tl - ql <= (double)noise_launches(q->per) * (iterations + 1);
 }
 
 struct ranked {
@@ -441,9 +464,8 @@ static int by_mass(const void *a, const void *b)
 
 /* The loop among the patterns, by the rules of period.h; SIZE_MAX when there is none. Parts:
  * each pattern, heaviest first, takes the ones sharing its events; a part is represented by
- * its smallest period that nearly explains what its heaviest does, or divides its period and
- * explains half (a multiple of the period tolerates longer runs of noise, so its stretch
- * reaches further into the events around the loop). */
+ * its smallest period that stands for its heaviest (a multiple of the period tolerates longer
+ * runs of noise, so its stretch may reach further into the events around the loop). */
 static size_t pick(const struct loop *v, struct pattern *pt, size_t np)
 {
 	struct ranked *ranked = malloc(np * sizeof(*ranked));
@@ -472,8 +494,7 @@ static size_t pick(const struct loop *v, struct pattern *pt, size_t np)
 			const struct pattern *c = &pt[order[b]];
 			if (part[order[b]] != (int)parts || c->p >= pt[best].p)
 				continue;
-			if ((c->mass * 10 >= top->mass * 9 ||
-			     (top->p % c->p == 0 && c->mass * 2 >= top->mass)) && explains_nearly(c, top))
+			if (stands_for(v, c, top))
 				best = order[b];
 		}
 		rep[parts++] = best;

@@ -1,11 +1,11 @@
 #!/bin/sh
 # `cugraft profile` on the CPU fake driver: a loop with several host syncs per iteration is
-# counted by its iterations (one period of its boundaries and launches), not by its syncs, and
+# counted by its iterations (one period of its launches and boundaries), not by its syncs, and
 # computes what it computes alone; a loop replaying its own graph after a compile phase is the
-# iteration, its graph's kernels counted as its launches; the
-# fake has no CUPTI activity, so the GPU busy time is said to be unavailable, never printed as
-# zero; a long loop that never waits is measured over the later half of its launch calls; the
-# program's exit status comes through.
+# iteration, its graph's kernels counted as its launches; without CUPTI activity the GPU busy
+# time is said to be unavailable, never printed as zero; a long loop of one kernel that never
+# waits is measured over the later half of its launch calls; the program's exit status comes
+# through.
 # usage: profile.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 CG=$1 BUILD=$3
@@ -23,20 +23,19 @@ out=$("$CG" profile -- "$PROG" --iters 60) || fail "exit $?"
 expect "$out" "launches per iteration 25"                      # the program's own count
 alone=$("$PROG" --iters 60 | grep '^checksum') || fail "syncloop alone failed"
 expect "$out" "$alone"                              # profiling changes nothing the program sees
-expect "$out" "iteration                  7 boundaries long"
-expect "$out" "the last 60 iterations measured"
+expect "$out" "iteration                  25 launches and 7 boundaries, the period"
+expect "$out" "the last 59 iterations measured"   # (the last one ends in other reads)
 expect "$out" " · 25.0 launches · 5.0 syncs · "
 expect "$out" "GPU busy                   unavailable ("
 refuse "$out" "GPU busy +[0-9]|GPU busy 0"
-expect "$out" "the floor                  launch calls "
-expect "$out" "per iteration: at most "
-expect "$out" "x if the GPU keeps up (GPU busy time unknown)"
+expect "$out" "the floor                  busy bound at most "
+expect "$out" "x if the GPU keeps up · launch-gap bound unknown (GPU busy time unknown)"
 echo "5 syncs per iteration: 25 launches per iteration, GPU busy unavailable"
 
 out=$("$CG" profile -- "$PROG" --iters 40 --syncs 8) || fail "exit $?"
 expect "$out" "launches per iteration 52"
-expect "$out" "iteration                  10 boundaries long"
-expect "$out" "the last 40 iterations measured"
+expect "$out" "iteration                  52 launches and 10 boundaries, the period"
+expect "$out" "the last 39 iterations measured"
 expect "$out" " · 52.0 launches · 8.0 syncs · "
 echo "8 syncs per iteration: 52 launches per iteration"
 
@@ -47,7 +46,7 @@ out=$("$CG" profile -- "$PROG" --iters 60 --graph) || fail "exit $?"
 expect "$out" "launches per iteration 41"
 alone=$("$PROG" --iters 60 --graph | grep '^checksum') || fail "syncloop --graph alone failed"
 expect "$out" "$alone"
-expect "$out" "iteration                  3 boundaries long"
+expect "$out" "iteration                  41 launches and 3 boundaries, the period"
 expect "$out" "the last 60 iterations measured"
 expect "$out" " · 41.0 launches (40.0 in 1.0 launches of the program's own graphs) · 1.0 syncs · "
 echo "a loop replaying its own graph after a launch-heavy compile phase: 41 launches per iteration"
@@ -57,20 +56,21 @@ echo "a loop replaying its own graph after a launch-heavy compile phase: 41 laun
 out=$("$CG" profile -- sh -c "\"$PROG\" --init-only && exec \"$PROG\" --iters 60") || fail "exit $?"
 expect "$out" "processes with CUDA work   1 (and 1 that reached the driver and did no work)"
 refuse "$out" "the one that launched most"
-expect "$out" "the last 60 iterations measured"
+expect "$out" "the last 59 iterations measured"
 echo "a process without CUDA work is not counted as one"
 
 # Too short to repeat: figures over the run, said so.
 out=$("$CG" profile -- "$PROG" --iters 2) || fail "exit $?"
-expect "$out" "none found (no repeating sequence of boundaries); figures over the run"
+expect "$out" "none found (no repeating sequence of launches and boundaries); figures over the run"
 expect "$out" "over the run               "
 expect "$out" " · 50 launches · "
 echo "no iteration: figures over the run"
 
-# A loop with no boundary, its results read after it: the reads repeat, but they are not the
-# iteration (they launch nothing); figures over the run instead.
+# A loop of one kernel with no boundary, its results read after it: the reads repeat, but they
+# are not the iteration (they launch nothing), and 600 launches of one kernel are one event;
+# figures over the run instead.
 out=$("$CG" profile -- "$PROG" --iters 60 --nosync) || fail "exit $?"
-expect "$out" "none found (no repeating sequence of boundaries); figures over the run"
+expect "$out" "none found (no repeating sequence of launches and boundaries); figures over the run"
 expect "$out" " · 600 launches · "
 refuse "$out" "0.0 launches"
 echo "a loop without boundaries: no iteration made of its trailing reads"
@@ -79,10 +79,10 @@ echo "a loop without boundaries: no iteration made of its trailing reads"
 # run's launch calls, from the first snapshot of the counters (one per 4096 calls) at or past
 # half of them, so that start-up is left out of the floor.
 out=$("$CG" profile -- "$PROG" --iters 2000 --nosync) || fail "exit $?"
-expect "$out" "none found (no repeating sequence of boundaries); figures over the later half of the run's launch calls (start-up left out)"
+expect "$out" "none found (no repeating sequence of launches and boundaries); figures over the later half of the run's launch calls (start-up left out)"
 expect "$out" "over the later half        "
 expect "$out" " · 7712 launches · 0 syncs · "
-expect "$out" "over the later half: at most "
+expect "$out" "the floor                  busy bound at most "
 echo "a long loop without boundaries: figures over the later half of its launch calls"
 
 out=$("$CG" profile -- sh -c 'exit 3'); rc=$?
