@@ -4,8 +4,9 @@
 # computes what it computes alone; a loop replaying its own graph after a compile phase is the
 # iteration, its graph's kernels counted as its launches; without CUPTI activity the GPU busy
 # time is said to be unavailable, never printed as zero; a long loop of one kernel that never
-# waits is measured over the later half of its launch calls; the program's exit status comes
-# through.
+# waits is measured over the later half of its launch calls; with the fake CUPTI, the GPU's idle
+# time inside launch calls leaves the host's own work between syncs out of the launch-gap
+# bound, which the busy bound counts; the program's exit status comes through.
 # usage: profile.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 CG=$1 BUILD=$3
@@ -84,6 +85,45 @@ expect "$out" "over the later half        "
 expect "$out" " · 7712 launches · 0 syncs · "
 expect "$out" "the floor                  busy bound at most "
 echo "a long loop without boundaries: figures over the later half of its launch calls"
+
+# The two bounds, against the fake driver's simulated device (FAKECUDA_GPU_NS per op, each
+# launch call spending FAKECUDA_SPIN_NS on the host first) as the fake CUPTI reports it.
+# figure LABEL: that line's first time, in us.
+figure() {
+  printf '%s\n' "$out" | awk -v l="$1" 'index($0, l) == 3 {
+    for (i = 1; i <= NF; i++) if ($(i + 1) == "us" || $(i + 1) == "ms") {
+      print ($(i + 1) == "ms" ? $i * 1000 : $i); exit } }'
+}
+bound() { printf '%s\n' "$out" | sed -n "s/.*$1 at most \([0-9.]*\)x.*/\1/p"; }
+if [ -f "$BUILD/tests/fakecupti/libcupti.so.13" ]; then
+  # The C trainer's case: a step whose GPU is busy while the host launches (100 us a launch
+  # call, 200 us a kernel), and 100 us of host work after each of its 5 syncs. The GPU's idle
+  # time is that work and the first launch call after each sync: the busy bound (the GPU busy
+  # time's on a quiet machine) counts all of it as removable; the launch-gap bound leaves the
+  # work out. (A loaded machine stretches the host's spins: the figures move, not that.)
+  out=$(LD_LIBRARY_PATH=$BUILD/tests/fakecupti:$LD_LIBRARY_PATH FAKECUDA_SPIN_NS=100000 \
+        FAKECUDA_GPU_NS=200000 "$CG" profile -- "$PROG" --iters 20 --host-us 100) || fail "exit $?"
+  expect "$out" "iteration                  25 launches and 7 boundaries, the period"
+  expect "$out" "GPU idle in launch calls   "
+  w=$(figure "per iteration") b=$(figure "GPU busy") g=$(figure "GPU idle in launch calls")
+  busy=$(bound "busy bound") gap=$(bound "launch-gap bound")
+  [ -n "$w" ] && [ -n "$b" ] && [ -n "$g" ] && [ -n "$busy" ] && [ -n "$gap" ] || { printf '%s\n' "$out"; fail "figures missing"; }
+  awk -v w="$w" -v b="$b" -v g="$g" -v busy="$busy" -v gap="$gap" 'BEGIN {
+    exit !(b > 5000 && w - b - g >= 250 && gap < busy) }' ||
+    { printf '%s\n' "$out"; fail "idle in launch calls $g us of $w - $b us idle; bounds $busy and $gap"; }
+  echo "host work between syncs: GPU idle $w - $b us, $g us of it in launch calls; bounds ${busy}x (busy) and ${gap}x (launch-gap)"
+
+  # A step starved by its launch calls (1 us kernels): the GPU waits through most of them, and
+  # the launch-gap bound nearly reaches the busy bound.
+  out=$(LD_LIBRARY_PATH=$BUILD/tests/fakecupti:$LD_LIBRARY_PATH FAKECUDA_SPIN_NS=20000 \
+        FAKECUDA_GPU_NS=1000 "$CG" profile -- "$PROG" --iters 30) || fail "exit $?"
+  h=$(printf '%s\n' "$out" | sed -n 's/.* · \([0-9.]*\) us in launch calls$/\1/p')
+  g=$(figure "GPU idle in launch calls") gap=$(bound "launch-gap bound")
+  [ -n "$h" ] && [ -n "$g" ] && [ -n "$gap" ] || { printf '%s\n' "$out"; fail "figures missing"; }
+  awk -v h="$h" -v g="$g" -v gap="$gap" 'BEGIN { exit !(g * 2 > h && gap > 2) }' ||
+    { printf '%s\n' "$out"; fail "idle in launch calls $g us of $h us; launch-gap bound $gap"; }
+  echo "launch-starved: GPU idle in launch calls $g us of $h us, launch-gap bound ${gap}x"
+fi
 
 out=$("$CG" profile -- sh -c 'exit 3'); rc=$?
 [ "$rc" -eq 3 ] || fail "exit status 3 came back as $rc"
