@@ -5,7 +5,6 @@
 #include "period.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "mix.h"
 
@@ -32,9 +31,9 @@ struct seq {
 	struct stretch *segs;
 };
 
-/* A stretch for one period: events t[lo, hi), `bad` disturbances of the pattern. */
+/* A stretch for one period: events t[lo, hi). */
 struct stretch {
-	size_t lo, hi, bad;
+	size_t lo, hi;
 	uint64_t weight, per_iteration;  /* per_iteration: the launches of one period */
 };
 
@@ -42,7 +41,7 @@ struct stretch {
  * `last`; what its matched events weigh; the sorted events of one iteration, hashed (`sig`),
  * names the pattern across stretches. */
 struct loop {
-	size_t p, lo, hi, first, end, last, iterations, clusters;
+	size_t p, first, end, last, iterations, clusters;
 	uint64_t mass, launches, per, sig;
 };
 
@@ -93,7 +92,7 @@ static size_t stretches(const struct seq *q, size_t p)
 		/* The stretch ends where the dense window starts (or at the end). */
 		size_t end = i < n ? i + 1 - win : n;
 		if (end > seg && end - seg + p >= 3 * p) {
-			struct stretch s = { seg - p, end, badsum[end] - badsum[seg], 0, 0 };
+			struct stretch s = { seg - p, end, 0, 0 };
 			s.weight = weight_of(q->msum, s.lo, s.hi);
 			q->segs[count++] = s;
 		}
@@ -153,7 +152,7 @@ static struct stretch refine(const struct seq *q, size_t p, struct stretch s)
 	while (s.hi - s.lo >= p && 2 * launches_in(msum, s.hi - p, s.hi) < iteration)
 		s.hi--;
 	if (s.hi - s.lo < 3 * p)
-		return (struct stretch){ 0, 0, 0, 0, 0 };
+		return (struct stretch){ 0, 0, 0, 0 };
 	s.per_iteration = iteration;
 	s.weight = weight_of(msum, s.lo, s.hi);
 	return s;
@@ -311,7 +310,7 @@ static void examine(const struct seq *q, size_t p, size_t lo, size_t hi, bool cu
 	uint64_t sig = cg_fmix64(p);
 	for (size_t k = 0; k < p; k++)
 		sig = cg_fmix64(sig ^ q->set[k]);
-	struct loop l = { p, lo, hi, ref, w.end, w.last, w.iterations, w.clusters,
+	struct loop l = { p, ref, w.end, w.last, w.iterations, w.clusters,
 	                  w.mass, w.launches, w.per, sig };
 	add(ls, &l);
 }
