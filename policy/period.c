@@ -28,6 +28,7 @@ struct seq {
 	uint64_t *msum;    /* prefix sums of each event's mass: its launches + 1 */
 	uint32_t *badsum;  /* prefix counts of positions i >= p with t[i] != t[i - p] */
 	uint32_t *set;     /* room for max_period events */
+	uint32_t *ref, *ref_launches;  /* the alignment's reference iteration (max_period) */
 	struct stretch *segs;
 };
 
@@ -168,16 +169,22 @@ static size_t reference(const struct seq *q, size_t p, size_t lo, size_t hi)
 	return lo;
 }
 
-/* Whether t[i, i + CONFIRM) (what is left of it before hi, at least one) continues the
- * reference r from phase j. */
-static bool resumes(const uint32_t *t, size_t i, size_t hi, const uint32_t *r, size_t p, size_t j)
+/* Whether, after an edit of a events of t at i and b of the reference r at phase j, t resumes
+ * the reference: the next CONFIRM events of t (what is left before hi, at least one) continue
+ * it. Where a short period brings a changed phase (a == b) round again within them, the change
+ * may stay (it becomes the reference's, align) or be undone. */
+static bool resumes(const uint32_t *t, size_t i, size_t a, size_t b, size_t hi, const uint32_t *r,
+                    size_t p, size_t j)
 {
-	size_t c = hi - i < CONFIRM ? hi - i : CONFIRM;
-	if (i >= hi)
+	size_t at = i + a;
+	if (at >= hi)
 		return false;
-	for (size_t k = 0; k < c; k++)
-		if (t[i + k] != r[(j + k) % p])
+	size_t c = hi - at < CONFIRM ? hi - at : CONFIRM;
+	for (size_t k = 0; k < c; k++) {
+		size_t phase = (j + b + k) % p, off = (phase + p - j) % p;
+		if (t[at + k] != r[phase] && !(a == b && off < a && t[at + k] == t[i + off]))
 			return false;
+	}
 	return true;
 }
 
@@ -191,7 +198,7 @@ static void edit_at(const uint32_t *t, size_t i, size_t hi, const uint32_t *r, s
 	for (size_t cost = 1; cost <= 2 * EDIT; cost++)
 		for (*a = 0; *a <= cost && *a <= EDIT; (*a)++) {
 			*b = cost - *a;
-			if (*b <= most_b && i + *a < hi && resumes(t, i + *a, hi, r, p, (j + *b) % p))
+			if (*b <= most_b && resumes(t, i, *a, *b, hi, r, p, j))
 				return;
 		}
 	*a = 1;
@@ -199,13 +206,11 @@ static void edit_at(const uint32_t *t, size_t i, size_t hi, const uint32_t *r, s
 }
 
 /* The launches of e reference events from phase j (cyclic). */
-static uint64_t reference_launches(const uint64_t *msum, size_t ref, size_t p, size_t j, size_t e)
+static uint64_t reference_launches(const uint32_t *launches, size_t p, size_t j, size_t e)
 {
 	uint64_t sum = 0;
-	for (size_t k = 0; k < e; k++) {
-		size_t at = ref + (j + k) % p;
-		sum += launches_in(msum, at, at + 1);
-	}
+	for (size_t k = 0; k < e; k++)
+		sum += launches[(j + k) % p];
 	return sum;
 }
 
@@ -222,11 +227,18 @@ struct walk {
 /* Aligns t[ref, hi) to the period t[ref, ref + p) from its start: each event matches the
  * reference's next one, or a short edit (an event inserted, left out or changed) resumes it.
  * The iterations are counted where the reference wraps, so inserted events lengthen one
- * iteration, not add one. */
+ * iteration, not add one. Changed events become the reference: a kernel that another length
+ * of context picks from some token on is one change, not one per token (a change that is
+ * undone costs two). */
 static void align(const struct seq *q, size_t p, size_t ref, size_t hi, struct walk *w)
 {
-	const uint32_t *t = q->t, *r = q->t + ref;
+	const uint32_t *t = q->t;
 	const uint64_t *msum = q->msum;
+	uint32_t *r = q->ref, *rl = q->ref_launches;
+	for (size_t k = 0; k < p; k++) {
+		r[k] = t[ref + k];
+		rl[k] = (uint32_t)launches_in(msum, ref + k, ref + k + 1);
+	}
 	struct walk run = { .end = ref, .last = ref, .per = launches_in(msum, ref, ref + p) };
 	uint64_t noise = noise_launches(run.per), ins = 0, del = 0;
 	size_t i = ref, j = 0, open_at = 0;
@@ -257,7 +269,11 @@ static void align(const struct seq *q, size_t p, size_t ref, size_t hi, struct w
 			size_t a, b;
 			edit_at(t, i, hi, r, p, j, &a, &b);
 			ins += launches_in(msum, i, i + a);
-			del += reference_launches(msum, ref, p, j, b);
+			del += reference_launches(rl, p, j, b);
+			for (size_t k = 0; a == b && k < a; k++) {
+				r[(j + k) % p] = t[i + k];
+				rl[(j + k) % p] = (uint32_t)launches_in(msum, i + k, i + k + 1);
+			}
 			i += a;
 			j += b;
 		}
@@ -561,12 +577,14 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 	q.msum = malloc((n + 1) * sizeof(*q.msum));
 	q.badsum = malloc((n + 1) * sizeof(*q.badsum));
 	q.set = malloc(max_period * sizeof(*q.set));
+	q.ref = malloc(max_period * sizeof(*q.ref));
+	q.ref_launches = malloc(max_period * sizeof(*q.ref_launches));
 	q.segs = malloc((n / 3 + 1) * sizeof(*q.segs));
 	size_t *cand = malloc(CANDIDATES * sizeof(*cand)), ncand = 0;
 	struct loops ls = { 0 };
 	struct pattern *pt = NULL;
 	bool found = false;
-	if (!q.msum || !q.badsum || !q.set || !q.segs || !cand)
+	if (!q.msum || !q.badsum || !q.set || !q.ref || !q.ref_launches || !q.segs || !cand)
 		goto done;
 	q.msum[0] = 0;
 	for (size_t i = 0; i < n; i++)  /* +1: an event counts even without a launch */
@@ -599,6 +617,8 @@ done:
 	free(q.msum);
 	free(q.badsum);
 	free(q.set);
+	free(q.ref);
+	free(q.ref_launches);
 	free(q.segs);
 	free(cand);
 	free(ls.v);

@@ -487,6 +487,27 @@ static void test_c_trainer_with_five_syncs(void **state)
 	}
 }
 
+/* Decoding whose attention kernel changes with the context's length (another kernel from the
+ * 128th token on, then another from the 256th): a changed step, not the end of the loop. */
+static void test_decode_kernel_changes_with_context(void **state)
+{
+	(void)state;
+	acts = 0;
+	model_init();
+	for (int token = 0; token < 400; token++) {
+		launch(400);
+		for (int l = 0; l < 4; l++) {
+			launch_run(401, 3);
+			launch(token < 128 ? 404 : token < 256 ? 454 : 464);  /* attention */
+			launch_run(405, 4);
+		}
+		launch_run(410, 4);
+		boundary(B_COPY);
+		boundary(B_SYNC);
+	}
+	expect_step(37);
+}
+
 /* Deeper decoding: 32 layers of 10 launches per token. Each layer repeats 32 times in a row,
  * but the head's 5 launches break them every token: structure, so the step is the token. */
 static void test_decode_many_layers(void **state)
@@ -565,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_torch_loop_without_syncs),
 		cmocka_unit_test(test_decode_loop),
 		cmocka_unit_test(test_c_trainer_with_five_syncs),
+		cmocka_unit_test(test_decode_kernel_changes_with_context),
 		cmocka_unit_test(test_decode_many_layers),
 		cmocka_unit_test(test_noise_that_launches),
 		cmocka_unit_test(test_runs),
