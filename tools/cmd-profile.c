@@ -111,18 +111,8 @@ static const char *cg_time(char *buf, size_t len, double us)
 	return buf;
 }
 
-/* Two bounds on what cugraft can gain, from one iteration's wall time W, the host time H in
- * launch calls, the GPU busy time B (the union of its kernels, memsets and copies on the
- * busiest device) and the GPU's idle time G inside launch calls (shim/floor.c computes both).
- * The busy bound, min(W / B, W / (W - H)): replaying graphs removes (nearly all of) H from the
- * host's path and nothing from the GPU's, so the iteration gets no shorter than W - H nor than
- * B; it counts every gap of the GPU as removable, the host's own work between syncs too, which
- * no launch-side tool removes. The launch-gap bound, W / (W - G): only the time the GPU waited
- * while the host was inside launch calls goes, what a perfect launch-side tool reaches where
- * removing the launch calls lets no other host work move under GPU work. What both rest on:
- * graph launches and patches cost some host time back (not subtracted: "at most"), graphs do
- * not make kernels themselves faster, and the profiled run carries CUPTI's own cost per launch,
- * which inflates W and H alike. */
+/* The GPU busy time, the GPU's idle time inside launch calls and the two bounds shim/floor.c
+ * computed from them (what each means and rests on is said there), per `per`. */
 static void cg_profile_floor(const struct cg_profile *p, double per)
 {
 	char a[32], b[32];
