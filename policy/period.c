@@ -215,8 +215,9 @@ static uint64_t reference_launches(const uint32_t *launches, size_t p, size_t j,
 }
 
 /* What an alignment of [ref, hi) to its reference period found, counted up to the last whole
- * iteration. A cluster is a run of edits between matched events; `structural` those carrying
- * more than noise, the first of them at [cut_lo, cut_hi). `launches`: those of matched events,
+ * iteration. A cluster is a run of edits between matched events that involves launches (a
+ * boundary more or less, a copy or an event record a timing decides, does not count);
+ * `structural` those carrying more than noise, the first of them at [cut_lo, cut_hi). `launches`: those of matched events,
  * and of changed ones as far as they replace the reference's (a kernel another shape picks
  * explains its place). */
 struct walk {
@@ -227,9 +228,10 @@ struct walk {
 /* Aligns t[ref, hi) to the period t[ref, ref + p) from its start: each event matches the
  * reference's next one, or a short edit (an event inserted, left out or changed) resumes it.
  * The iterations are counted where the reference wraps, so inserted events lengthen one
- * iteration, not add one. Changed events become the reference: a kernel that another length
- * of context picks from some token on is one change, not one per token (a change that is
- * undone costs two). */
+ * iteration, not add one; an iteration that ends among edits counts once they end in a match
+ * (what follows the loop does not become its last iteration). Changed events become the
+ * reference: a kernel that another length of context picks from some token on is one change,
+ * not one per token (a change that is undone costs two). */
 static void align(const struct seq *q, size_t p, size_t ref, size_t hi, struct walk *w)
 {
 	const uint32_t *t = q->t;
@@ -242,19 +244,22 @@ static void align(const struct seq *q, size_t p, size_t ref, size_t hi, struct w
 	struct walk run = { .end = ref, .last = ref, .per = launches_in(msum, ref, ref + p) };
 	uint64_t noise = noise_launches(run.per), ins = 0, del = 0;
 	size_t i = ref, j = 0, open_at = 0;
-	bool open = false;
+	bool open = false, wrapped = false;  /* wrapped: an iteration ended inside the open cluster */
 	*w = run;
 	while (i < hi) {
 		if (t[i] == r[j]) {
 			if (open) {
 				uint64_t net = ins > del ? ins - del : del - ins;
 				run.launches += ins < del ? ins : del;
-				run.clusters++;
+				run.clusters += ins || del;  /* boundaries alone are no limit */
 				if (net > noise && run.structural++ == 0) {
 					run.cut_lo = open_at;
 					run.cut_hi = i;
 				}
 				open = false;
+				if (wrapped)
+					*w = run;
+				wrapped = false;
 			}
 			run.mass += weight_of(msum, i, i + 1);
 			run.launches += launches_in(msum, i, i + 1);
@@ -277,12 +282,15 @@ static void align(const struct seq *q, size_t p, size_t ref, size_t hi, struct w
 			i += a;
 			j += b;
 		}
-		if (j >= p) {  /* an iteration ends: what is counted so far stands */
+		if (j >= p) {  /* an iteration ends: what is counted so far stands, once edits end */
 			j -= p;
 			run.iterations++;
 			run.last = run.end;
 			run.end = i;
-			*w = run;
+			if (open)
+				wrapped = true;
+			else
+				*w = run;
 		}
 	}
 }
@@ -305,21 +313,20 @@ static void add(struct loops *ls, const struct loop *l)
 /* The stretch [lo, hi) of period p as a loop, if it is one: 3 iterations at least, launching
  * something, at most one disturbance per NOISE_EVERY iterations, none of them structure. One
  * structural break is cut out (a different step once); two or more mean the period is a part
- * of a larger step. */
-static void examine(const struct seq *q, size_t p, size_t lo, size_t hi, bool cut, struct loops *ls)
+ * of a larger step. Returns whether a loop was added. */
+static bool examine(const struct seq *q, size_t p, size_t lo, size_t hi, bool cut, struct loops *ls)
 {
 	if (hi - lo < 3 * p)
-		return;
+		return false;
 	size_t ref = reference(q, p, lo, hi);
 	struct walk w;
 	align(q, p, ref, hi, &w);
 	if (w.structural == 1 && cut) {
-		examine(q, p, lo, w.cut_lo, false, ls);
-		examine(q, p, w.cut_hi, hi, false, ls);
-		return;
+		bool before = examine(q, p, lo, w.cut_lo, false, ls);
+		return examine(q, p, w.cut_hi, hi, false, ls) || before;
 	}
 	if (w.structural || w.iterations < 3 || w.per == 0 || w.clusters * NOISE_EVERY > w.iterations)
-		return;
+		return false;
 	for (size_t k = 0; k < p; k++)
 		q->set[k] = q->t[ref + k];
 	qsort(q->set, p, sizeof(*q->set), cmp_u32);
@@ -329,6 +336,38 @@ static void examine(const struct seq *q, size_t p, size_t lo, size_t hi, bool cu
 	struct loop l = { p, ref, w.end, w.last, w.iterations, w.clusters,
 	                  w.mass, w.launches, w.per, sig };
 	add(ls, &l);
+	return true;
+}
+
+/* The loops of period p. Inserted events put a whole period off at lag p, so where they come
+ * often, two within a window end a stretch (stretches); the alignment takes them in its
+ * stride. So consecutive loops of one pattern are tried joined, and kept apart only where the
+ * joined stretch is no loop (what came between them launches, more than once). */
+static void loops_of_period(const struct seq *q, size_t p, struct loops *ls)
+{
+	size_t count = stretches(q, p), from = ls->n;
+	for (size_t k = 0; k < count; k++) {
+		struct stretch r = refine(q, p, q->segs[k]);
+		if (r.weight)
+			examine(q, p, r.lo, r.hi, true, ls);
+	}
+	struct loops joined = { 0 };
+	size_t kept = from;
+	for (size_t a = from, b; a < ls->n; a = b) {
+		for (b = a + 1; b < ls->n && ls->v[b].sig == ls->v[a].sig; b++)
+			;
+		joined.n = 0;
+		if (b - a > 1 && examine(q, p, ls->v[a].first, ls->v[b - 1].end, true, &joined) &&
+		    !joined.failed && joined.n <= b - a) {
+			for (size_t k = 0; k < joined.n; k++)
+				ls->v[kept++] = joined.v[k];
+		} else {
+			for (size_t k = a; k < b; k++)
+				ls->v[kept++] = ls->v[k];
+		}
+	}
+	ls->n = kept;
+	free(joined.v);
 }
 
 /* ---- Candidate periods: where stretches of KGRAM events recur ------------------------------ */
@@ -595,12 +634,7 @@ bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t 
 		ncand = candidates(t, n, max_period, cand);
 	for (size_t k = 0; k < (every ? max_period : ncand); k++) {
 		size_t p = every ? k + 1 : cand[k];
-		size_t count = stretches(&q, p);
-		for (size_t s = 0; s < count; s++) {
-			struct stretch r = refine(&q, p, q.segs[s]);
-			if (r.weight)
-				examine(&q, p, r.lo, r.hi, true, &ls);
-		}
+		loops_of_period(&q, p, &ls);
 	}
 	if (ls.failed || ls.n == 0)
 		goto done;

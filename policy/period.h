@@ -24,9 +24,11 @@ struct cg_period {
  * event i stands for, the launches it made.
  *
  * Noise is a place where the pattern breaks that carries at most 2 launches more or less, or
- * a sixteenth of one iteration's (a loss read every 10 steps, a kernel another shape picks),
- * at most once per 5 iterations. A break that carries more is structure: layers that repeat
- * 12 times in a decoding step are no step, since the head's launches break them every token.
+ * a sixteenth of one iteration's (a kernel another shape picks, a loss read every 10 steps),
+ * at most once per 5 iterations where it involves launches; boundaries alone, inserted or left
+ * out (copies and event records a timing decides), at any rate. A break that carries more is
+ * structure: layers that repeat 12 times in a decoding step are no step, since the head's
+ * launches break them every token.
  *
  * Where several periods describe the same stretches of the sequence, the smallest whose
  * pattern explains (matches) nearly the launches of the one that explains the most wins, and

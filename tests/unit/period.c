@@ -508,6 +508,26 @@ static void test_decode_kernel_changes_with_context(void **state)
 	expect_step(37);
 }
 
+/* Boundaries a timing decides (an event record, a copy), one at a random place in 3 steps of
+ * 10: boundaries alone are noise at any rate, and the steps between are one loop. */
+static void test_boundaries_a_timing_decides(void **state)
+{
+	(void)state;
+	acts = 0;
+	model_init();
+	for (int step = 0; step < 300; step++) {
+		size_t start = acts;
+		torch_step(true);
+		if (next_rand() % 10 < 3) {  /* one more boundary, somewhere in the step */
+			size_t at = start + next_rand() % (acts - start);
+			memmove(&trace[at + 1], &trace[at], (acts - at) * sizeof(*trace));
+			trace[at] = (struct act){ 0, next_rand() % 2 ? B_EVENT : B_COPY };
+			acts++;
+		}
+	}
+	expect_step(310);
+}
+
 /* Deeper decoding: 32 layers of 10 launches per token. Each layer repeats 32 times in a row,
  * but the head's 5 launches break them every token: structure, so the step is the token. */
 static void test_decode_many_layers(void **state)
@@ -587,6 +607,7 @@ int main(void)
 		cmocka_unit_test(test_decode_loop),
 		cmocka_unit_test(test_c_trainer_with_five_syncs),
 		cmocka_unit_test(test_decode_kernel_changes_with_context),
+		cmocka_unit_test(test_boundaries_a_timing_decides),
 		cmocka_unit_test(test_decode_many_layers),
 		cmocka_unit_test(test_noise_that_launches),
 		cmocka_unit_test(test_runs),
