@@ -119,7 +119,8 @@ if [ -f "$BUILD/tests/fakecupti/libcupti.so.13" ]; then
   # the launch-gap bound nearly reaches the busy bound.
   out=$(LD_LIBRARY_PATH=$BUILD/tests/fakecupti:$LD_LIBRARY_PATH FAKECUDA_SPIN_NS=20000 \
         FAKECUDA_GPU_NS=1000 "$CG" profile -- "$PROG" --iters 30) || fail "exit $?"
-  h=$(printf '%s\n' "$out" | sed -n 's/.* · \([0-9.]*\) us in launch calls$/\1/p')
+  h=$(printf '%s\n' "$out" | awk '/^  per iteration / && / in launch calls$/ {
+    print ($(NF - 3) == "ms" ? $(NF - 4) * 1000 : $(NF - 4)) }')
   g=$(figure "GPU idle in launch calls") gap=$(bound "launch-gap bound")
   [ -n "$h" ] && [ -n "$g" ] && [ -n "$gap" ] || { printf '%s\n' "$out"; fail "figures missing"; }
   awk -v h="$h" -v g="$g" -v gap="$gap" 'BEGIN { exit !(g * 2 > h && gap > 2) }' ||
