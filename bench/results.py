@@ -2,10 +2,12 @@
 """Write one results file of bench/table: RESULTS/<date>-<gpu>-<commit>.md and the CSV beside it.
 
 Input: the runs bench/sweep appended to SWEEP_CSV (workload,setting,round,figure,replayed_share,
-mode,in-process), the floor lines bench/table printed ("NAME: the floor ... at most 1.23x"), and
-the machine and command. The markdown holds the table (each setting's median against eager's,
-the median of the rounds' own ratios, the replayed shares, the floor), the machine, the versions,
-the command that reproduces it and every run's figure. Standard library only."""
+mode,in-process), the floor lines bench/table printed ("NAME: the floor  busy bound at most
+1.23x (GPU-bound) · launch-gap bound at most 1.05x"; an older one, "NAME: the floor ... at most
+1.23x", gives the busy bound alone), and the machine and command. The markdown holds the table
+(each setting's median against eager's, the median of the rounds' own ratios, the replayed
+shares, both bounds and the share of each bound's gain the speedup reached), the machine, the
+versions, the command that reproduces it and every run's figure. Standard library only."""
 import argparse
 import csv
 import os
@@ -40,16 +42,33 @@ def read_runs(path):
 
 
 def read_floors(path):
-    """workload -> 'at most 1.23x' from bench/table's floor lines."""
+    """workload -> (busy bound, launch-gap bound), floats or None, from bench/table's floor lines."""
     floors = {}
     if not path or not os.path.exists(path):
         return floors
     with open(path) as f:
         for line in f:
-            m = re.match(r"^([\w.-]+): the floor .*?(at most [0-9.]+x)", line)
-            if m:
-                floors[m.group(1)] = m.group(2)
+            m = re.match(r"^([\w.-]+): the floor (.*)", line)
+            if not m:
+                continue
+            busy = re.search(r"busy bound at most ([0-9.]+)x", m.group(2))
+            gap = re.search(r"launch-gap bound at most ([0-9.]+)x", m.group(2))
+            if not busy:  # an older floor line: its one bound is the busy bound
+                busy = re.search(r"at most ([0-9.]+)x", m.group(2))
+            floors[m.group(1)] = (float(busy.group(1)) if busy else None,
+                                  float(gap.group(1)) if gap else None)
     return floors
+
+
+def bound(v):
+    return "%.2fx" % v if v else ""
+
+
+def reached(speedup, b):
+    """The share of a bound's gain the speedup reached: (speedup - 1) / (bound - 1)."""
+    if not speedup or not b or b <= 1.0:
+        return "-"
+    return "%.0f%%" % (100 * (speedup - 1) / (b - 1))
 
 
 def fmt(v):
@@ -57,25 +76,30 @@ def fmt(v):
 
 
 def table(runs, floors, unit):
-    out = ["| workload | setting | eager (%s) | cugraft (%s) | speedup | paired | replayed, each run | floor |"
-           % (unit, unit), "|---|---|---|---|---|---|---|---|"]
+    out = ["| workload | setting | eager (%s) | cugraft (%s) | speedup | paired | replayed, each run "
+           "| busy bound | launch-gap bound | gain reached (busy · launch-gap) |" % (unit, unit),
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for name, settings in runs.items():
         eager = settings.get("eager", {})
         e_med = statistics.median(v[0] for v in eager.values()) if eager else None
+        busy, gap = floors.get(name, (None, None))
         for setting, rounds in settings.items():
             if setting == "eager" and len(settings) > 1:
                 continue
             med = statistics.median(v[0] for v in rounds.values())
             if setting == "eager":  # a row run alone (a hand-made graph): its own median only
-                out.append("| %s | (alone) | %s | | | | | %s |" % (name, fmt(med), floors.get(name, "")))
+                out.append("| %s | (alone) | %s | | | | | %s | %s | |" % (
+                    name, fmt(med), bound(busy), bound(gap)))
                 continue
-            ratio = "%.3fx" % (e_med / med) if e_med and med else "-"
+            speedup = e_med / med if e_med and med else None
+            ratio = "%.3fx" % speedup if speedup else "-"
             pairs = [eager[r][0] / v[0] for r, v in rounds.items() if r in eager and v[0]]
             paired = "%.3fx" % statistics.median(pairs) if pairs else "-"
             shares = ", ".join(v[1] for v in rounds.values())
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            gains = "%s · %s" % (reached(speedup, busy), reached(speedup, gap)) if busy or gap else ""
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 name, setting, fmt(e_med) if e_med else "-", fmt(med), ratio, paired, shares,
-                floors.get(name, "")))
+                bound(busy), bound(gap), gains))
     return out
 
 
@@ -126,7 +150,10 @@ def main():
         "reverse order every other round). *eager*, *cugraft*: the medians of the runs' figures,",
         "%s. *speedup*: eager median over cugraft median; *paired*: the" % a.unit,
         "median of each round's own ratio. *replayed*: the share of ops each cugraft run replayed",
-        "from graphs. *floor*: the most any launch-side tool can gain (`cugraft profile`).",
+        "from graphs. *busy bound*, *launch-gap bound*: the most a launch-side tool can gain by",
+        "`cugraft profile`: no shorter than the GPU busy time nor than the wall time less the",
+        "launch calls; only the GPU's idle time inside launch calls removed (the host's own work",
+        "between syncs stays). *gain reached*: (speedup - 1) / (bound - 1) for each.",
         "",
     ]
     lines += table(runs, read_floors(a.floors), "median")

@@ -1,6 +1,7 @@
-/* The period of a token sequence: the program's iteration, found in the sequence of its
- * boundaries (a token is a boundary kind and the launches since the previous boundary). Used by
- * `cugraft profile` so that an iteration with several host syncs counts once. */
+/* The program's step, found in the sequence of what it asks of the driver: each launch (its
+ * kernel) and each boundary (its kind) is an event, weighed by the launches it stands for. Used
+ * by `cugraft profile` so that a step with several syncs, with none, or made of layers that
+ * repeat inside it, counts once. */
 #ifndef CG_POLICY_PERIOD_H
 #define CG_POLICY_PERIOD_H
 
@@ -9,27 +10,45 @@
 #include <stdint.h>
 
 struct cg_period {
-	size_t period;      /* tokens per iteration */
-	size_t first;       /* t[first, first + tokens) is the loop: `iterations` iterations */
+	size_t period;        /* events per iteration */
+	size_t first;         /* t[first, first + tokens) is `iterations` whole iterations */
 	size_t tokens;
 	size_t iterations;
+	size_t last;          /* where the last of them starts */
 	size_t disturbances;  /* places in that stretch where the pattern broke (noise) */
+	uint64_t launches;    /* the weight of one iteration */
 };
 
-/* Finds the program's iteration in t[0, n): the period p (1..max_period) of a stretch that
- * repeats at least three times, between a prologue and an epilogue (start-up and teardown
- * boundaries). weight[i] (NULL: all equal) is what token i stands for, the launches since the
- * previous boundary. The loop is the last stretch that carries at least an eighth of the
- * launches of the heaviest: a compile or autotuning phase before it may launch more (thousands
- * of tiny benchmark launches); a run of teardown frees after it carries too little, and so does
- * a final evaluation unless it launches more than that eighth (then it is taken for the loop). The pattern may break (a token inserted or changed) at most once per 5
- * iterations: a loop that reads its loss every 10 steps has a period of one step, while a run
- * of foreign tokens ends the stretch. The price: a step made of one token repeated 4 times or
- * more and another one (gradient accumulation with a sync per micro-step) counts its
- * micro-steps as iterations; per-iteration ratios, such as the floor, are the same either
- * way. The smallest period whose stretch carries nearly the most launches wins (twice the
- * period fits as well as the period itself). false: no period (or no memory). */
+/* Finds the program's step in t[0, n): the period p (1..max_period) of stretches that repeat
+ * at least three times, between a prologue and an epilogue. weight[i] (NULL: all 0) is what
+ * event i stands for, the launches it made.
+ *
+ * Noise is a place where the pattern breaks that carries at most 2 launches more or less, or
+ * a sixteenth of one iteration's (a kernel another shape picks, a loss read every 10 steps),
+ * at most once per 5 iterations where it involves launches; boundaries alone, inserted or left
+ * out (copies and event records a timing decides), at any rate. A break that carries more is
+ * structure: layers that repeat 12 times in a decoding step are no step, since the head's
+ * launches break them every token.
+ *
+ * Where several periods describe the same stretches of the sequence, the smallest whose
+ * pattern explains (matches) nearly the launches of the one that explains the most wins, and
+ * the launches it leaves unexplained per iteration of the other must be noise: twice the
+ * period fits as well as the period itself; a step's sub-period (a parameter's gradient, a
+ * layer) leaves the rest of the step unexplained. Stretches of one pattern (the training steps
+ * between validations) count together. Among patterns of other stretches, the one explaining
+ * the most launches is the loop, unless a pattern that starts after it ends carries at least
+ * an eighth of that (a compile or autotuning phase before the loop can launch more: the loop
+ * is what runs until the program stops); among patterns taking turns with it (training and
+ * validation), the one whose iteration launches the most. Returns false: no period (or no
+ * memory). */
 bool cg_period_find(const uint32_t *t, const uint32_t *weight, size_t n, size_t max_period,
                     struct cg_period *out);
+
+/* Folds runs of equal events in t[0, n) into one event each, in place: a run of m > 1 events
+ * becomes one event of a key made of the event and m, weighing their sum (1000 launches of one
+ * kernel and a sync are an iteration of two events, not 1000 iterations of one launch). Where
+ * start is not NULL, start[k] is the index in the original sequence of run k's first event.
+ * Returns the new length. */
+size_t cg_period_runs(uint32_t *t, uint32_t *weight, size_t n, uint32_t *start);
 
 #endif

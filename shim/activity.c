@@ -166,18 +166,35 @@ void cg_activity_stats(struct cg_activity_stats *st)
 	pthread_mutex_unlock(&lock);
 }
 
+/* The kept intervals as spans, copied under the lock; *n how many (NULL: none, or no memory). */
+static struct cg_span *spans(size_t *n)
+{
+	pthread_mutex_lock(&lock);
+	*n = kept < RING ? (size_t)kept : RING;
+	struct cg_span *s = ring ? malloc((*n ? *n : 1) * sizeof(*s)) : NULL;
+	for (size_t i = 0; s && i < *n; i++)
+		s[i] = (struct cg_span){ ring[i].dev, ring[i].start, ring[i].start + ring[i].ns };
+	pthread_mutex_unlock(&lock);
+	return s;
+}
+
 uint64_t cg_activity_busy(uint64_t t0, uint64_t t1, int *dev)
 {
 	*dev = -1;
-	pthread_mutex_lock(&lock);
-	size_t n = kept < RING ? (size_t)kept : RING;
-	struct cg_span *s = ring ? malloc((n ? n : 1) * sizeof(*s)) : NULL;
-	for (size_t i = 0; s && i < n; i++)
-		s[i] = (struct cg_span){ ring[i].dev, ring[i].start, ring[i].start + ring[i].ns };
-	pthread_mutex_unlock(&lock);
+	size_t n;
+	struct cg_span *s = spans(&n);
 	if (!s)
 		return 0;
 	uint64_t busy = cg_busy_union(s, n, t0, t1, dev);
 	free(s);
 	return busy;
+}
+
+uint64_t cg_activity_idle_in(struct cg_span *host, size_t nh, uint64_t t0, uint64_t t1, int dev)
+{
+	size_t n;
+	struct cg_span *s = spans(&n);
+	uint64_t idle = cg_busy_idle_in(s, s ? n : 0, host, nh, dev, t0, t1);
+	free(s);
+	return idle;
 }

@@ -7,6 +7,7 @@
 #define CG_SHIM_ACTIVITY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef uint64_t (*cg_clock_fn)(void);
@@ -28,5 +29,9 @@ void cg_activity_stats(struct cg_activity_stats *st);
 /* The busiest device's busy time (the union of its intervals) within [t0, t1], in the clock's
  * ns; its ordinal in *dev (-1: no interval there). */
 uint64_t cg_activity_busy(uint64_t t0, uint64_t t1, int *dev);
+struct cg_span;
+/* The time within [t0, t1] that the host spans (launch calls) cover while device `dev` has no
+ * interval open (busy.h); reorders host. */
+uint64_t cg_activity_idle_in(struct cg_span *host, size_t nh, uint64_t t0, uint64_t t1, int dev);
 
 #endif

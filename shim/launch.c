@@ -301,8 +301,9 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 }
 
 /* DEFERRABLE: the op may be given to the engine (cg_launch_deferrable); ACCEPTED: after the
- * driver accepted the forwarded call. Both may use s_, never NULL there. */
-#define LAUNCH_BODY(entry, ptsz, h, FWD, DEFERRABLE, ACCEPTED)                                  \
+ * driver accepted the forwarded call. Both may use s_, never NULL there. KEY: what profile mode
+ * names the launch by (floor.h). */
+#define LAUNCH_BODY(entry, ptsz, h, FWD, DEFERRABLE, ACCEPTED, KEY)                             \
 	if (hands_off(ptsz && !h ? CU_STREAM_PER_THREAD : h)) {                                 \
 		cg_tl_forwarding++;                                                             \
 		CUresult r_ = FWD;                                                              \
@@ -322,7 +323,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		cg_events_bypass(why);                                                          \
 		cg_boundary_stream(h, ptsz, why);                                               \
 		cg_tl_forwarding++;                                                             \
-		CUresult r_ = CG_FLOOR_TIMED(FWD);                                              \
+		CUresult r_ = CG_FLOOR_TIMED(FWD, KEY);                                         \
 		cg_tl_forwarding--;                                                             \
 		if (why == CG_R_UNPROVEN_SHAPE)                                                 \
 			passed(s_, &op, r_ == CUDA_SUCCESS);                                    \
@@ -333,7 +334,7 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	if (take(s_, &op))                                                                      \
 		return CUDA_SUCCESS;                                                            \
 	cg_tl_forwarding++;                                                                     \
-	CUresult r_ = CG_FLOOR_TIMED(FWD);                                                      \
+	CUresult r_ = CG_FLOOR_TIMED(FWD, KEY);                                                 \
 	cg_tl_forwarding--;                                                                     \
 	if (r_ == CUDA_SUCCESS)                                                                 \
 		ACCEPTED;                                                                       \
@@ -358,7 +359,8 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		}                                                                               \
 		LAUNCH_BODY(entry, ptsz, h,                                                     \
 		            CG_REAL(entry)(f, gx, gy, gz, bx, by, bz, shmem, h, params, extra),  \
-		            cg_launch_deferrable(&need, s_->ctx), cg_launch_accepted(&need, s_->ctx)) \
+		            cg_launch_deferrable(&need, s_->ctx), cg_launch_accepted(&need, s_->ctx), \
+		            (uintptr_t)f)                                                       \
 	}
 
 #define KERNEL_EX_HOOK(entry, ptsz)                                                             \
@@ -378,7 +380,8 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 			                c->attrs, c->numAttrs, params, extra);                   \
 		}                                                                               \
 		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(c, f, params, extra),                \
-		            cg_launch_deferrable(&need, s_->ctx), cg_launch_accepted(&need, s_->ctx)) \
+		            cg_launch_deferrable(&need, s_->ctx), cg_launch_accepted(&need, s_->ctx), \
+		            (uintptr_t)f)                                                       \
 	}
 
 KERNEL_HOOK(cuLaunchKernel, false)
@@ -445,7 +448,7 @@ static enum cg_reason memop_checked(enum cg_kind kind, CUdeviceptr dst, uint64_t
 		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
 		enum cg_reason why = memop_checked(kind, dst, (uint64_t)v, n);                  \
 		mem_op(&op, &sig, args, kind, dst, (uint64_t)v, n);                             \
-		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h), true, (void)0)        \
+		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h), true, (void)0, op.hash) \
 	}
 
 MEM_HOOK(cuMemsetD8Async, false, CG_K_MEMSET8, unsigned char)

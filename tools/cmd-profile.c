@@ -1,7 +1,8 @@
 /* `cugraft profile -- CMD ARGS...`: runs CMD with the library in record-only mode (it learns
  * and counts but never defers) and in profile mode (CUGRAFT_PROFILE: launch-call host time,
- * the boundary sequence whose period is the iteration, GPU busy time from CUPTI), and prints
- * the job's shape per iteration and the most cugraft can gain. Estimates say so. */
+ * the sequence of launches and boundaries whose period is the iteration, GPU busy time and the
+ * GPU's idle time inside launch calls from CUPTI), and prints the job's shape per iteration and
+ * two bounds on what cugraft can gain. Estimates say so. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,12 @@ struct cg_profile {
 	bool found;
 	bool iterations_found;    /* else the figures are the whole run's, */
 	bool later_half;          /* or the later half of its launch calls' (no iteration found) */
-	double wall_us, launch_host_us, launch_calls, iterations, period, syncs;
+	double wall_us, launch_host_us, launch_calls, iterations, boundaries, syncs;
 	double graph_launches, graph_launched;  /* the program's own graphs, the launches they ran */
 	double gpu_busy_us;       /* < 0: unavailable, for the reason in `why` */
+	double gpu_idle_in_launch_us;  /* < 0: unknown */
+	double busy_bound, launch_gap_bound;  /* < 0: none (shim/floor.c computes them) */
+	bool bound_by_gpu;        /* the busy bound is the GPU busy time's, not the launch calls' */
 	char why[160];
 };
 
@@ -37,9 +41,14 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 	p->graph_launches = jv_num(jv_get(o, "graph_launches"), 0);
 	p->graph_launched = jv_num(jv_get(o, "graph_launched"), 0);
 	p->iterations = jv_num(jv_get(o, "iterations"), 0);
-	p->period = jv_num(jv_get(o, "period_boundaries"), 0);
+	p->boundaries = jv_num(jv_get(o, "period_boundaries"), 0);
 	p->syncs = jv_num(jv_get(o, "syncs"), 0);
 	p->gpu_busy_us = jv_num(jv_get(o, "gpu_busy_us"), -1);
+	p->gpu_idle_in_launch_us = jv_num(jv_get(o, "gpu_idle_in_launch_us"), -1);
+	p->busy_bound = jv_num(jv_get(o, "busy_bound"), -1);
+	p->launch_gap_bound = jv_num(jv_get(o, "launch_gap_bound"), -1);
+	const char *by = jv_str(jv_get(o, "busy_bound_by"));
+	p->bound_by_gpu = by && strcmp(by, "gpu_busy") == 0;
 	const char *why = jv_str(jv_get(o, "gpu_busy_unavailable"));
 	snprintf(p->why, sizeof p->why, "%s", why ? why : "not in the report");
 }
@@ -102,42 +111,35 @@ static const char *cg_time(char *buf, size_t len, double us)
 	return buf;
 }
 
-/* The most cugraft can gain, from one iteration's wall time W, the host time H in launch calls
- * and the GPU busy time B (the union of its kernels, memsets and copies on the busiest device).
- * Replaying graphs removes (nearly all of) H from the host's path and nothing from the GPU's:
- * the iteration cannot get shorter than W - H, the host's other work, nor than B, so the gain is
- * at most min(W / (W - H), W / B). What it rests on: the host's other work (framework code,
- * waits at syncs) is taken to stay as it is, although a wait for a GPU that finishes earlier
- * shrinks too, which this bound does not credit; graph launches and patches cost some host
- * time back (not subtracted: "at most"); B assumes graphs do not make kernels themselves
- * faster; and the profiled run carries CUPTI's own cost per launch, which inflates W and H
- * alike. Several threads launching at once can make H exceed W: then only B bounds. */
+/* The GPU busy time, the GPU's idle time inside launch calls and the two bounds shim/floor.c
+ * computed from them (what each means and rests on is said there), per `per`. */
 static void cg_profile_floor(const struct cg_profile *p, double per)
 {
-	char a[32], b[32], c[32];
+	char a[32], b[32];
 	double w = p->wall_us / per, h = p->launch_host_us / per, busy = p->gpu_busy_us / per;
 	const char *unit = p->iterations_found ? "per iteration" :
 	                   p->later_half ? "over the later half" : "over the run";
-	double host_bound = h < w ? w / (w - h) : 0;  /* 0: unbounded from the host side */
+	char bound[48] = "none (the launch calls take the whole wall time)", gap[48] = "unknown";
+	if (p->busy_bound > 0)
+		snprintf(bound, sizeof bound, "at most %.2fx", p->busy_bound);
+	if (p->launch_gap_bound > 0)
+		snprintf(gap, sizeof gap, "at most %.2fx", p->launch_gap_bound);
 	if (p->gpu_busy_us < 0) {
 		printf("  GPU busy                   unavailable (%s)\n", p->why);
-		if (host_bound > 0)
-			printf("  the floor                  launch calls %s of %s %s: at most %.2fx if the "
-			       "GPU keeps up (GPU busy time unknown)\n",
-			       cg_time(a, sizeof a, h), cg_time(b, sizeof b, w), unit, host_bound);
+		printf("  the floor                  busy bound %s%s · launch-gap bound unknown "
+		       "(GPU busy time unknown)\n", bound, p->busy_bound > 0 ? " if the GPU keeps up" : "");
 		return;
 	}
-	double gpu_bound = busy > 0 ? w / busy : 0;
-	bool gpu_bound_wins = host_bound == 0 || (gpu_bound > 0 && gpu_bound <= host_bound);
-	double bound = gpu_bound_wins ? gpu_bound : host_bound;
-	printf("  GPU busy                   %.0f%% of the wall time\n", w > 0 ? 100 * busy / w : 0);
-	printf("  the floor                  GPU busy %s of %s %s; launch calls %s; the job is %s",
-	       cg_time(a, sizeof a, busy), cg_time(b, sizeof b, w), unit, cg_time(c, sizeof c, h),
-	       gpu_bound_wins ? "GPU-bound" : "host-bound");
-	if (bound > 0)
-		printf(": at most %.2fx\n", bound);
+	printf("  GPU busy                   %s %s, %.0f%% of the wall time\n",
+	       cg_time(a, sizeof a, busy), unit, w > 0 ? 100 * busy / w : 0);
+	if (p->gpu_idle_in_launch_us >= 0)
+		printf("  GPU idle in launch calls   %s %s, of %s in launch calls\n",
+		       cg_time(a, sizeof a, p->gpu_idle_in_launch_us / per), unit,
+		       cg_time(b, sizeof b, h));
 	else
-		printf(": no bound (no GPU work recorded in the window)\n");
+		printf("  GPU idle in launch calls   unknown (the run outlived the record of its launch calls)\n");
+	printf("  the floor                  busy bound %s%s · launch-gap bound %s\n", bound,
+	       p->busy_bound <= 0 ? "" : p->bound_by_gpu ? " (GPU-bound)" : " (host-bound)", gap);
 }
 
 /* " (N in M launches of the program's own graphs)", per `per`, where it launched graphs of its
@@ -174,9 +176,9 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 		per_iter = p->launch_calls / n;
 		char a[32], b[32], g[160];
 		cg_profile_graphs(g, sizeof g, p, n, "%.1f");
-		printf("  iteration                  %.0f boundaries long (the period of the program's "
-		       "boundaries and launches); the last %.0f iterations measured\n",
-		       p->period, n);
+		printf("  iteration                  %.0f launches and %.0f boundaries, the period of the "
+		       "program's launches and boundaries; the last %.0f iterations measured\n",
+		       (p->launch_calls + p->graph_launched) / n, p->boundaries, n);
 		printf("  per iteration              %s wall · %.1f launches%s · %.1f syncs · %s in launch calls\n",
 		       cg_time(a, sizeof a, p->wall_us / n), (p->launch_calls + p->graph_launched) / n,
 		       g, p->syncs / n, cg_time(b, sizeof b, p->launch_host_us / n));
@@ -184,7 +186,8 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 	} else if (p->found) {
 		char a[32], b[32], g[160];
 		cg_profile_graphs(g, sizeof g, p, 1, "%.0f");
-		printf("  iterations                 none found (no repeating sequence of boundaries); "
+		printf("  iterations                 none found (no repeating sequence of launches and "
+		       "boundaries); "
 		       "figures over the %s\n", p->later_half ?
 		       "later half of the run's launch calls (start-up left out)" : "run");
 		char syncs[48] = "";
@@ -215,8 +218,11 @@ int cg_cmd_profile(int argc, char **argv)
 	if (i < argc && (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)) {
 		printf("usage: cugraft profile -- CMD ARGS...\n"
 		       "Runs CMD with CUGRAFT_RECORD_ONLY=1 CUGRAFT_PROFILE=1 and prints, per iteration,\n"
-		       "the wall time, GPU busy time, host time in launch calls, launches and syncs,\n"
-		       "and the most cugraft can gain.\n");
+		       "the wall time, GPU busy time, host time in launch calls and the GPU's idle time\n"
+		       "inside them, launches and syncs, and two bounds on what cugraft can gain: the\n"
+		       "busy bound (no shorter than the GPU busy time, nor than the wall time less the\n"
+		       "launch calls) and the launch-gap bound (only the GPU's idle time inside launch\n"
+		       "calls goes).\n");
 		return 0;
 	}
 	if (i < argc && strcmp(argv[i], "--") == 0)

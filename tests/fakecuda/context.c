@@ -246,11 +246,13 @@ CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
   return CUDA_SUCCESS;
 }
 
-/* Work runs at launch, so there is never anything to wait for. */
+/* Work runs at launch, so there is nothing to wait for but the simulated device (fake.h). */
 CUresult CUDAAPI cuCtxSynchronize(void)
 {
   CG_ENTER(cuCtxSynchronize);
-  return cg_need_ctx();
+  CUresult r = cg_need_ctx();
+  if (r == CUDA_SUCCESS) cg_gpu_wait(false);
+  return r;
 }
 
 CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)

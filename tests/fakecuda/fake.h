@@ -153,6 +153,12 @@ struct cg_stream {
  * by more than the 3.4 us of host time a launch costs: the cost gate disables them). Two events recorded on one stream measure that clock; on two streams,
  * wall-clock time. */
 void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph);
+/* The device timeline, where a fake CUPTI turned it on (fakecuda_activity): one device running
+ * every stream's ops in submission order, each FAKECUDA_GPU_NS long (default: the times above),
+ * starting once its launch call has spent its host time (FAKECUDA_SPIN_NS) and the device is
+ * free; a synchronous call waits, spinning, until the device is done (an op of its own first,
+ * for a synchronous copy or memset). Off, nothing waits: work runs at submission. */
+void cg_gpu_wait(bool op);
 void cg_host_spin(bool graph, size_t ops);
 void cg_host_spin_build(size_t nodes);
 /* Resolves a stream handle (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or created); NULL if bad. */

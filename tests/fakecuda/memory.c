@@ -202,12 +202,14 @@ static CUresult copy(void *dst, const void *src, size_t n)
 CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
   CG_ENTER(cuMemcpyHtoD_v2);
+  cg_gpu_wait(true);
   return copy((void *)dstDevice, srcHost, ByteCount);
 }
 
 CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
   CG_ENTER(cuMemcpyDtoH_v2);
+  cg_gpu_wait(true);
   return copy(dstHost, (const void *)srcDevice, ByteCount);
 }
 
@@ -216,6 +218,7 @@ CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, s
   CG_ENTER(cuMemcpyDtoD_v2);
   if (!cg_mem_range_ok(dstDevice, ByteCount) || !cg_mem_range_ok(srcDevice, ByteCount))
     return CUDA_ERROR_INVALID_VALUE;
+  cg_gpu_wait(true);
   return copy((void *)dstDevice, (const void *)srcDevice, ByteCount);
 }
 
@@ -232,12 +235,14 @@ static CUresult set(CUdeviceptr dst, unsigned value, unsigned elem, size_t n)
 CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
   CG_ENTER(cuMemsetD8_v2);
+  cg_gpu_wait(true);
   return set(dstDevice, uc, 1, N);
 }
 
 CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
   CG_ENTER(cuMemsetD32_v2);
+  cg_gpu_wait(true);
   return set(dstDevice, ui, 4, N);
 }
 

@@ -46,3 +46,7 @@ CUresult CUDAAPI cuKernelGetParamCount(CUkernel kernel, size_t *paramCount);
 
 /* Not a driver entry point: lets a test write FAKECUDA_STATS before exit. */
 void fakecuda_write_stats(void);
+/* Not a driver entry point: a fake CUPTI (tests/fakecupti) turns the simulated device timeline
+ * on (fake.h, cg_gpu_run): from then on every op run is an interval [start, end) on `clock`,
+ * given to `record`, and synchronous calls wait for the device to finish. */
+void fakecuda_activity(uint64_t (*clock)(void), void (*record)(uint64_t start, uint64_t end));

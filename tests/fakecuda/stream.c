@@ -94,18 +94,20 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
   return CUDA_SUCCESS;
 }
 
-static CUresult stream_wait(CUstream hStream)
+static CUresult stream_wait(CUstream hStream, bool sync)
 {
   struct cg_stream *s = cg_stream_get(hStream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  return cg_capturing(s) ? cg_capture_refuse(s) : CUDA_SUCCESS;
+  if (cg_capturing(s)) return cg_capture_refuse(s);
+  if (sync) cg_gpu_wait(false);
+  return CUDA_SUCCESS;
 }
 
 CG_TWINS(cuStreamSynchronize, (CUstream hStream),
-          stream_wait(hStream))
+          stream_wait(hStream, true))
 
 CG_TWINS(cuStreamQuery, (CUstream hStream),
-          stream_wait(hStream))
+          stream_wait(hStream, false))
 
 static CUresult get_flags(CUstream hStream, unsigned int *flags)
 {
@@ -133,6 +135,40 @@ static CUresult get_ctx(CUstream hStream, CUcontext *pctx)
 CG_TWINS(cuStreamGetCtx, (CUstream hStream, CUcontext *pctx),
           get_ctx(hStream, pctx))
 
+/* The device timeline (fake.h): off until a fake CUPTI calls fakecuda_activity. */
+static struct {
+  pthread_mutex_t lock;
+  uint64_t (*_Atomic clock)(void);
+  void (*record)(uint64_t start, uint64_t end);
+  uint64_t free_at;      /* when the device has run everything submitted */
+  long long op_ns;       /* FAKECUDA_GPU_NS, or -1: the per-op times of cg_gpu_run */
+} timeline = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, -1 };
+
+void fakecuda_activity(uint64_t (*clock)(void), void (*record)(uint64_t start, uint64_t end))
+{
+  const char *v = getenv("FAKECUDA_GPU_NS");
+  pthread_mutex_lock(&timeline.lock);
+  timeline.record = record;
+  timeline.op_ns = v && *v ? atoll(v) : -1;
+  timeline.free_at = 0;
+  pthread_mutex_unlock(&timeline.lock);
+  atomic_store(&timeline.clock, clock);
+}
+
+/* ops of per_op ns each, one after the other, from when the device is free. */
+static void timeline_run(size_t ops, unsigned long long per_op)
+{
+  uint64_t (*clock)(void) = atomic_load(&timeline.clock);
+  if (!clock) return;
+  pthread_mutex_lock(&timeline.lock);
+  uint64_t ns = timeline.op_ns >= 0 ? (uint64_t)timeline.op_ns : per_op, t = clock();
+  uint64_t start = t > timeline.free_at ? t : timeline.free_at;
+  for (size_t k = 0; k < ops; k++, start += ns)
+    timeline.record(start, start + ns);
+  timeline.free_at = start;
+  pthread_mutex_unlock(&timeline.lock);
+}
+
 void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph)
 {
   static atomic_int graph_slow = -1;
@@ -144,6 +180,18 @@ void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph)
                             : atomic_load_explicit(&graph_slow, memory_order_relaxed) ? 10000 : 1000;
   atomic_fetch_add_explicit(&s->gpu_ns, ops * per_op, memory_order_relaxed);
   cg_host_spin(graph, ops);
+  timeline_run(ops, per_op);  /* the ops start once their launch call has done its work */
+}
+
+void cg_gpu_wait(bool op)
+{
+  uint64_t (*clock)(void) = atomic_load(&timeline.clock);
+  if (!clock) return;
+  if (op) timeline_run(1, 2000);
+  pthread_mutex_lock(&timeline.lock);
+  uint64_t until = timeline.free_at;
+  pthread_mutex_unlock(&timeline.lock);
+  while (clock() < until) {}
 }
 
 /* FAKECUDA_SPIN_NS=EAGER,GRAPH[,BUILD]: the host spins EAGER ns per op launched eagerly, GRAPH
@@ -354,7 +402,9 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent)
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
 {
   CG_ENTER(cuEventSynchronize);
-  return event_get(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!event_get(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  cg_gpu_wait(false);
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)

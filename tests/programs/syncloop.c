@@ -8,17 +8,30 @@
  * shape: a compile phase that benchmarks a kernel (3 configs of 1000 launches, an event
  * recorded after each, a sync after each config), a graph captured from 40 kernels, then per
  * iteration one kernel, the graph's launch and a loss read (an async copy and a sync).
- * --init-only: a context made, nothing else (as PyTorch's compile workers do).
- * usage: syncloop [--iters N] [--syncs K] [--nosync] [--graph] [--init-only] */
+ * --init-only: a context made, nothing else (as PyTorch's compile workers do). --host-us N: N
+ * microseconds of host work after each sync of the main loop (the program's own work between
+ * waits, which no launch-side tool removes).
+ * usage: syncloop [--iters N] [--syncs K] [--nosync] [--graph] [--init-only] [--host-us N] */
 #include "prog.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+/* Host work: spins us microseconds. */
+static void host_work(long us)
+{
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
 
 int main(int argc, char **argv)
 {
   int iters = prog_iters(argc, argv, 40);
-  const char *syncs_opt = prog_opt(argc, argv, "--syncs");
+  const char *syncs_opt = prog_opt(argc, argv, "--syncs"), *host_opt = prog_opt(argc, argv, "--host-us");
   int syncs = syncs_opt ? atoi(syncs_opt) : 5;
+  long host_us = host_opt ? atol(host_opt) : 0;
   prog_init();
   if (prog_flag(argc, argv, "--init-only")) {  /* as a compile worker: CUDA looked up, no work */
     void *fn;
@@ -101,6 +114,8 @@ int main(int argc, char **argv)
         prog_launch(chain, 0, s, p);
       }
       CK(cuStreamSynchronize(s));
+      if (host_us > 0)
+        host_work(host_us);
     }
     unsigned long long loss;
     CK(cuMemcpyDtoH(&loss, acc, sizeof loss));

@@ -15,7 +15,7 @@ LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   SWEEP_CSV=$tmp/runs.csv SWEEP_NAME=mb-200 \
   "$SRC/bench/sweep" "$BUILD" 2 default -- "$PROG" --kernels 200 --iters 50 --sync > "$tmp/table.txt" ||
   fail "sweep exited $?"
-echo "mb-200: the floor                  launch calls 1.00 ms; the job is host-bound: at most 2.50x" >> "$tmp/table.txt"
+echo "mb-200: the floor                  busy bound at most 2.50x (host-bound) · launch-gap bound at most 1.20x" >> "$tmp/table.txt"
 python3 "$SRC/bench/results.py" --runs "$tmp/runs.csv" --floors "$tmp/table.txt" --dir "$tmp/results" \
   --gpu "FakeCUDA CPU" --driver 13.0 --cuda 13.0 --date 2026-01-02 --commit abc1234 \
   --command "bench/table --rounds 2 --only mb-200" || fail "results.py exited $?"
@@ -24,7 +24,15 @@ md=$tmp/results/2026-01-02-fakecuda-cpu-abc1234.md
 [ -f "${md%.md}.csv" ] || fail "no CSV beside $md"
 cat "$md"
 for want in "FakeCUDA CPU" "driver 13.0" "bench/table --rounds 2 --only mb-200" "| mb-200 | default |" \
-            "at most 2.50x" "## Every run" "| mb-200 | eager | 2 |"; do
+            "| 2.50x | 1.20x | " "## Every run" "| mb-200 | eager | 2 |"; do
   grep -qF -- "$want" "$md" || fail "missing from the results file: $want"
 done
+# The share of each bound's gain the speedup reached, (speedup - 1) / (bound - 1), from the
+# row's own speedup.
+row=$(grep '^| mb-200 | default |' "$md")
+printf '%s\n' "$row" | awk -F' [|] ' '{
+  s = $5; sub(/x$/, "", s); g = $10; sub(/ [|]$/, "", g); split(g, r, "% · ")
+  d1 = r[1] - 100 * (s - 1) / 1.5; d2 = r[2] + 0 - 100 * (s - 1) / 0.2
+  exit !(g ~ /^-?[0-9]+% · -?[0-9]+%$/ && d1 * d1 <= 1 && d2 * d2 <= 1) }' ||
+  fail "gain reached: want (speedup - 1) / 1.5 and / 0.2 in $row"
 [ "$(grep -c '^| mb-200 | ' "$md")" -eq 5 ] || fail "want 1 table row and 4 runs"

@@ -1,5 +1,6 @@
 /* Profile mode's GPU busy time (shim/busy.h): the union of kernel/copy intervals per device,
- * clipped to the window, the busiest device reported. */
+ * clipped to the window, the busiest device reported; and the host's launch calls that the
+ * device spent idle. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +51,34 @@ static void test_busiest_device(void **state)
 	assert_int_equal(dev, 1);
 }
 
+static void test_idle_in_launch_calls(void **state)
+{
+	(void)state;
+	/* Launch calls [0,10) and [20,30); the device busy [5,25): idle under them 5 + 5. */
+	struct cg_span gpu[] = { { 0, 5, 25 } }, host[] = { { 0, 20, 30 }, { 0, 0, 10 } };
+	assert_int_equal(cg_busy_idle_in(gpu, 1, host, 2, 0, 0, 100), 10);
+	/* Two threads in launch calls at once ([0,10) and [5,15)) count once; device 1's work does
+	 * not hide device 0's idle time; without a device every launch call's time is idle. */
+	struct cg_span gpu1[] = { { 1, 0, 100 }, { 0, 12, 13 } };
+	struct cg_span two[] = { { 0, 0, 10 }, { 7, 5, 15 } };
+	assert_int_equal(cg_busy_idle_in(gpu1, 2, two, 2, 0, 0, 100), 14);
+	struct cg_span two_again[] = { { 0, 0, 10 }, { 7, 5, 15 } };
+	assert_int_equal(cg_busy_idle_in(NULL, 0, two_again, 2, -1, 0, 100), 15);
+}
+
+static void test_idle_window_and_many_spans(void **state)
+{
+	(void)state;
+	/* The window [8, 28] clips launch calls [0,10) and [20,30) to 2 + 8; the device's spans
+	 * [9,21) (two of them overlapping) cover 1 + 1 of that. */
+	struct cg_span gpu[] = { { 0, 9, 15 }, { 0, 14, 21 }, { 0, 40, 50 } };
+	struct cg_span host[] = { { 0, 0, 10 }, { 0, 20, 30 } };
+	assert_int_equal(cg_busy_idle_in(gpu, 3, host, 2, 0, 8, 28), 8);
+	/* A device span reaching over two launch calls covers both. */
+	struct cg_span wide[] = { { 0, 0, 100 } }, calls[] = { { 0, 10, 20 }, { 0, 30, 40 }, { 0, 110, 120 } };
+	assert_int_equal(cg_busy_idle_in(wide, 1, calls, 3, 0, 0, 1000), 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -57,6 +86,8 @@ int main(void)
 		cmocka_unit_test(test_nested_and_touching),
 		cmocka_unit_test(test_window_clips),
 		cmocka_unit_test(test_busiest_device),
+		cmocka_unit_test(test_idle_in_launch_calls),
+		cmocka_unit_test(test_idle_window_and_many_spans),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,7 @@
 #include "policy/period.h"
 
 enum { ALLOC = 0x40000000u, SYNC = 0x10000000u, COPY = 0x20000000u, EVENT = 0x50000000u,
-       GRAPH = 0x60000000u, CAP = 1 << 17 };
+       GRAPH = 0x60000000u, CAP = 1 << 18 };
 
 static uint32_t seq[CAP], weight[CAP];
 static size_t len;
@@ -92,7 +92,8 @@ static void test_periods_with_prologue_and_epilogue(void **state)
 
 /* Two syncs after 5 launches and a copy after 3: one iteration of 3 tokens, although 2 of 3
  * positions also match period 1. With 9 syncs instead of 2 the copy is as rare as a logging
- * read every 10 steps, and period 1 (a micro-step) is what comes out. */
+ * read every 10 steps, but it carries 3 launches: structure, not noise, so the iteration is
+ * still the 10 tokens. */
 static void test_rare_token(void **state)
 {
 	(void)state;
@@ -106,9 +107,8 @@ static void test_rare_token(void **state)
 		}
 		struct cg_period r;
 		assert_true(cg_period_find(seq, weight, len, 1000, &r));
-		assert_int_equal(r.period, syncs == 2 ? 3 : 1);
-		if (syncs == 2)
-			assert_int_equal(r.iterations, 40);
+		assert_int_equal(r.period, (size_t)syncs + 1);
+		assert_int_equal(r.iterations, 40);
 	}
 }
 
@@ -161,7 +161,7 @@ static void test_trainer_with_several_syncs_per_step(void **state)
 
 /* An extra boundary every 10 iterations (a logging read) and a changed launch count every 25:
  * the period stays one step (not the 50 steps after which the sequence repeats exactly), and
- * the iterations are counted by their launches, not by tokens. */
+ * the inserted tokens lengthen iterations, they add none. */
 static void test_noise(void **state)
 {
 	(void)state;
@@ -175,7 +175,7 @@ static void test_noise(void **state)
 		for (size_t it = 0; it < iters; it++) {
 			for (size_t k = 0; k < p; k++) {
 				uint32_t tok = pattern[k];
-				if (it % 25 == 24 && k == p / 2)
+				if (it % 25 == 24 && it + 1 < iters && k == p / 2)
 					tok ^= 1;  /* one launch more or less */
 				push(tok, tok & 0xffffff);
 			}
@@ -184,6 +184,7 @@ static void test_noise(void **state)
 				inserted++;
 			}
 		}
+		push_epilogue(5);
 		struct cg_period r;
 		assert_true(cg_period_find(seq, weight, len, 1000, &r));
 		assert_int_equal(r.period, p);
@@ -273,6 +274,323 @@ static void test_graphed_loop_after_a_launch_heavy_compile_phase(void **state)
 	assert_int_equal(r.iterations, 190);
 }
 
+/* ---- Program traces: what the shim sees, call by call -------------------------------------
+ * The shapes of four common loops, written as the program's launches (a kernel id each) and
+ * boundaries, then given to the finder as floor.c gives them (feed). Each must come out as
+ * the program's step: its launches within 5% of the count by hand, 3 iterations at least. */
+enum { B_SYNC = 1, B_COPY, B_EVENT, B_ALLOC };
+struct act {
+	uint32_t kernel;  /* 0: a boundary of kind `boundary` */
+	uint32_t boundary;
+};
+static struct act trace[CAP];
+static size_t acts;
+
+static void launch(uint32_t kernel)
+{
+	assert_true(acts < CAP);
+	trace[acts++] = (struct act){ kernel, 0 };
+}
+
+/* n launches of kernels first, first + 1, ... */
+static void launch_run(uint32_t first, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		launch(first + k);
+}
+
+static void boundary(uint32_t kind)
+{
+	assert_true(acts < CAP);
+	trace[acts++] = (struct act){ 0, kind };
+}
+
+/* The finder's input as the shim makes it: an event per launch (its kernel) and per boundary
+ * (its kind), runs of one event folded (cg_period_runs). */
+static void feed(void)
+{
+	len = 0;
+	for (size_t i = 0; i < acts; i++) {
+		if (trace[i].kernel)
+			push(0x01000000u | trace[i].kernel, 1);
+		else
+			push(0x80000000u | trace[i].boundary, 0);
+	}
+	len = cg_period_runs(seq, weight, len, NULL);
+}
+
+/* The step found has `launches` launches (within 5%) and repeats 3 times at least. */
+static void expect_step(uint32_t launches)
+{
+	feed();
+	struct cg_period r;
+	assert_true(cg_period_find(seq, weight, len, 1000, &r));
+	assert_true(r.iterations >= 3);
+	uint64_t in = 0;
+	for (size_t i = r.first; i < r.first + r.tokens; i++)
+		in += weight[i];
+	double per = (double)in / (double)r.iterations;
+	print_message("step: %zu events, %zu iterations, %.1f launches (by hand %u)\n", r.period,
+	              r.iterations, per, launches);
+	assert_true(per >= 0.95 * launches && per <= 1.05 * launches);
+}
+
+/* Start-up: parameters initialised, buffers allocated. */
+static void model_init(void)
+{
+	for (uint32_t k = 0; k < 30; k++) {
+		boundary(B_ALLOC);
+		launch(900 + k % 7);
+	}
+}
+
+/* (a) PyTorch, a small transformer trained with loss.item() every step: 310 launches, the
+ * forward's 50 without a boundary, then per parameter (50 of them, weights and biases in turn)
+ * 5 launches of its gradient with 4 event records among them, 10 of the optimizer, and the
+ * loss read (a copy, a sync). Per parameter the boundaries and launches repeat: 4 tokens of 5
+ * launches, the shape that passed for the iteration, 50 times shorter than the step. */
+static void torch_step(bool sync)
+{
+	launch_run(10, 2);                        /* embeddings */
+	for (int layer = 0; layer < 4; layer++)
+		launch_run(20, 11);
+	launch_run(40, 4);                        /* head and loss */
+	for (int param = 0; param < 50; param++) {
+		uint32_t k = param % 2 ? 100 : 110;   /* a weight's kernels, a bias's */
+		launch(k);
+		launch(k + 1);
+		boundary(B_EVENT);
+		launch(k + 2);
+		boundary(B_EVENT);
+		launch(k + 3);
+		boundary(B_EVENT);
+		launch(k + 4);
+		boundary(B_EVENT);
+	}
+	launch_run(200, 10);                      /* AdamW, foreach */
+	if (sync) {
+		boundary(B_COPY);
+		boundary(B_SYNC);
+	}
+}
+
+static void test_torch_item_loop(void **state)
+{
+	(void)state;
+	acts = 0;
+	model_init();
+	for (int step = 0; step < 120; step++)
+		torch_step(true);
+	for (int i = 0; i < 20; i++)
+		boundary(B_ALLOC);
+	expect_step(310);
+}
+
+/* (b) The same loop without a read inside (--sync-every 0): no boundary per step at all, the
+ * losses read one by one after the loop; and a loop that reads its loss every 50 steps. The
+ * step is the period of the launches themselves. */
+static void test_torch_loop_without_syncs(void **state)
+{
+	(void)state;
+	for (int every = 0; every <= 50; every += 50) {
+		acts = 0;
+		model_init();
+		for (int step = 0; step < 200; step++) {
+			torch_step(false);
+			if (every && step % every == every - 1) {
+				boundary(B_COPY);
+				boundary(B_SYNC);
+			}
+		}
+		boundary(B_SYNC);
+		for (int step = 0; step < 200 && !every; step++) {
+			boundary(B_COPY);
+			boundary(B_SYNC);
+		}
+		expect_step(310);
+	}
+}
+
+/* (c) Decoding: a prompt's prefill, then per token the embedding, `layers` layers of `per`
+ * launches, the final norm, the head and the argmax, and the token read (.item()); the KV cache
+ * grows by an allocation every 64 tokens. Each token launches the same kernels on a longer
+ * context. Small (4 layers of 8: 37 launches) and deep (12 layers of 4: 53). */
+static void test_decode_loop(void **state)
+{
+	(void)state;
+	const uint32_t shapes[2][2] = { { 4, 8 }, { 12, 4 } };
+	for (int c = 0; c < 2; c++) {
+		uint32_t layers = shapes[c][0], per = shapes[c][1];
+		acts = 0;
+		model_init();
+		for (int rep = 0; rep < 2; rep++) {       /* the prefill */
+			launch(400);
+			for (uint32_t l = 0; l < layers; l++)
+				launch_run(401, per);
+			launch_run(410, 4);
+			boundary(B_COPY);
+			boundary(B_SYNC);
+		}
+		for (int token = 0; token < 200; token++) {
+			if (token % 64 == 63)
+				boundary(B_ALLOC);
+			launch(400);
+			for (uint32_t l = 0; l < layers; l++)
+				launch_run(401, per);
+			launch_run(410, 4);
+			boundary(B_COPY);
+			boundary(B_SYNC);
+		}
+		expect_step(1 + layers * per + 4);
+	}
+}
+
+/* (d) A C trainer of GPT-2 (llm.c's shape): per step the batch's inputs and targets uploaded
+ * (two copies), the forward (297 launches: 12 layers of 24 and 9 more) and the loss read, the
+ * gradients zeroed by a synchronous memset, the backward and the update (333), a device sync:
+ * 630 launches, 5 boundaries that wait, each after another launch count. Every 20 steps and
+ * after the last one a validation of 10 batches runs the forward alone (297 launches). */
+static void gpt2_forward(void)
+{
+	boundary(B_COPY);
+	boundary(B_COPY);
+	launch_run(500, 5);
+	for (int layer = 0; layer < 12; layer++)
+		launch_run(510, 24);
+	launch_run(540, 4);
+}
+
+static void test_c_trainer_with_five_syncs(void **state)
+{
+	(void)state;
+	for (int val = 0; val <= 1; val++) {
+		acts = 0;
+		model_init();
+		for (int step = 0; step <= 100; step++) {
+			if (val && step % 20 == 0) {
+				for (int batch = 0; batch < 10; batch++) {
+					gpt2_forward();
+					boundary(B_COPY);
+				}
+			}
+			if (step == 100)
+				break;
+			gpt2_forward();
+			boundary(B_COPY);   /* the loss */
+			boundary(B_SYNC);   /* cudaMemset of the gradients */
+			for (int layer = 0; layer < 12; layer++)
+				launch_run(600, 26);
+			launch_run(640, 21);
+			boundary(B_SYNC);
+		}
+		expect_step(630);
+	}
+}
+
+/* Decoding whose attention kernel changes with the context's length (another kernel from the
+ * 128th token on, then another from the 256th): a changed step, not the end of the loop. */
+static void test_decode_kernel_changes_with_context(void **state)
+{
+	(void)state;
+	acts = 0;
+	model_init();
+	for (int token = 0; token < 400; token++) {
+		launch(400);
+		for (int l = 0; l < 4; l++) {
+			launch_run(401, 3);
+			launch(token < 128 ? 404 : token < 256 ? 454 : 464);  /* attention */
+			launch_run(405, 4);
+		}
+		launch_run(410, 4);
+		boundary(B_COPY);
+		boundary(B_SYNC);
+	}
+	expect_step(37);
+}
+
+/* Boundaries a timing decides (an event record, a copy), one at a random place in 3 steps of
+ * 10: boundaries alone are noise at any rate, and the steps between are one loop. */
+static void test_boundaries_a_timing_decides(void **state)
+{
+	(void)state;
+	acts = 0;
+	model_init();
+	for (int step = 0; step < 300; step++) {
+		size_t start = acts;
+		torch_step(true);
+		if (next_rand() % 10 < 3) {  /* one more boundary, somewhere in the step */
+			size_t at = start + next_rand() % (acts - start);
+			memmove(&trace[at + 1], &trace[at], (acts - at) * sizeof(*trace));
+			trace[at] = (struct act){ 0, next_rand() % 2 ? B_EVENT : B_COPY };
+			acts++;
+		}
+	}
+	expect_step(310);
+}
+
+/* Deeper decoding: 32 layers of 10 launches per token. Each layer repeats 32 times in a row,
+ * but the head's 5 launches break them every token: structure, so the step is the token. */
+static void test_decode_many_layers(void **state)
+{
+	(void)state;
+	acts = 0;
+	model_init();
+	for (int token = 0; token < 100; token++) {
+		launch(400);
+		for (int l = 0; l < 32; l++)
+			launch_run(401, 10);
+		launch_run(420, 4);
+		boundary(B_COPY);
+		boundary(B_SYNC);
+	}
+	expect_step(1 + 320 + 4);
+}
+
+/* Noise that launches: a training step of 630 launches with a gradient-norm check of 5 launches
+ * and a read every 10 steps (a 126th of a step: noise), and a checkpoint of 60 launches once
+ * (a break cut out of the stretch, not a reason to lose the step). */
+static void test_noise_that_launches(void **state)
+{
+	(void)state;
+	acts = 0;
+	model_init();
+	for (int step = 0; step < 150; step++) {
+		for (int part = 0; part < 6; part++)
+			launch_run(1000 + 100 * (uint32_t)part, 105);
+		if (step % 10 == 9) {
+			launch_run(5000, 5);
+			boundary(B_COPY);
+			boundary(B_SYNC);
+		}
+		if (step == 70)
+			launch_run(6000, 60);
+	}
+	expect_step(630);
+}
+
+/* Runs of one event fold into one: 1000 launches of a kernel and a sync are 2 events. */
+static void test_runs(void **state)
+{
+	(void)state;
+	uint32_t t[] = { 7, 7, 7, 9, 7, 5, 5 }, w[] = { 1, 1, 1, 0, 1, 2, 3 }, start[7];
+	size_t n = cg_period_runs(t, w, 7, start);
+	assert_int_equal(n, 4);
+	assert_int_not_equal(t[0], 7);  /* a run of 3 is another event than one 7 */
+	assert_int_equal(w[0], 3);
+	assert_int_equal(t[1], 9);
+	assert_int_equal(t[2], 7);
+	assert_int_equal(w[3], 5);
+	assert_int_equal(start[1], 3);
+	assert_int_equal(start[3], 5);
+	acts = 0;
+	for (int it = 0; it < 20; it++) {
+		for (int k = 0; k < 1000; k++)
+			launch(3);
+		boundary(B_SYNC);
+	}
+	expect_step(1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +602,15 @@ int main(void)
 		cmocka_unit_test(test_no_period),
 		cmocka_unit_test(test_full_ring),
 		cmocka_unit_test(test_graphed_loop_after_a_launch_heavy_compile_phase),
+		cmocka_unit_test(test_torch_item_loop),
+		cmocka_unit_test(test_torch_loop_without_syncs),
+		cmocka_unit_test(test_decode_loop),
+		cmocka_unit_test(test_c_trainer_with_five_syncs),
+		cmocka_unit_test(test_decode_kernel_changes_with_context),
+		cmocka_unit_test(test_boundaries_a_timing_decides),
+		cmocka_unit_test(test_decode_many_layers),
+		cmocka_unit_test(test_noise_that_launches),
+		cmocka_unit_test(test_runs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
