@@ -16,7 +16,7 @@
  * last boundary, no hand-back is outstanding, no cost-gate sample in flight, the shim is started
  * and neither disabled, auditing nor profiling). Such a call is counted (CG_COUNT_FORWARD: the
  * report adds it to its entry point and its kind of boundary) and forwarded, one load and a tail
- * call, where the full path would count it, find nothing to do and forward it. cg_tl_api is left
+ * call, where the full path would count it, find nothing to do and forward it. cg_tls.api is left
  * as it was: nothing reads it before the thread's next call into the shim, which sets its own.
  * Not a call the shim makes itself or NCCL makes inside a collective, nor a thread's first
  * (cg_count_forwarded). The program's graph launches (hooks.c) take the same path. */
@@ -40,7 +40,7 @@
 		if (!cg_shim_passthrough()) {                                                   \
 			if (cg_driver_ready()) {                                                \
 				cg_count(CG_COUNT_ENTRY + CG_E_##n);                            \
-				cg_tl_api = #n;                                                 \
+				cg_tls.api = #n;                                                 \
 				CG_SCOPE_##scope(stream, CG_R_##reason);                        \
 			}                                                                       \
 		}                                                                               \
@@ -48,9 +48,9 @@
 			return CUDA_ERROR_NOT_FOUND;                                            \
 		if (!cg_shim.auditing && !CG_REPORTS(reason)) /* nothing to mark: a tail call */ \
 			return ((__typeof__(&proto))cg_real[CG_E_##n]) args;                    \
-		cg_tl_forwarding++;                                                             \
+		cg_tls.forwarding++;                                                             \
 		CUresult r_ = ((__typeof__(&proto))cg_real[CG_E_##n]) args;                     \
-		cg_tl_forwarding--;                                                             \
+		cg_tls.forwarding--;                                                             \
 		return CG_REPORTS(reason) ? (CUresult)cg_shim_deferred_error(r_) : r_;          \
 	}                                                                                       \
 	CUresult n params;                                                                      \

@@ -141,15 +141,15 @@ INSTANTIATE(cuGraphInstantiateWithParams_ptsz,
 	{                                                                                       \
 		if (active()) {                                                                 \
 			COUNT(n);                                                               \
-			cg_tl_api = #n;                                                         \
+			cg_tls.api = #n;                                                         \
 			cg_floor_graph_launch(hGraphExec);                                      \
 			cg_boundary_stream(hStream, ptsz, CG_R_CAPTURE);                        \
 		}                                                                               \
 		if (!CG_REAL(n))                                                                \
 			return CUDA_ERROR_NOT_FOUND;                                            \
-		cg_tl_forwarding++; /* the audit's mark: this submission came through */         \
+		cg_tls.forwarding++; /* the audit's mark: this submission came through */         \
 		CUresult r_ = CG_REAL(n)(hGraphExec, hStream);                                  \
-		cg_tl_forwarding--;                                                             \
+		cg_tls.forwarding--;                                                             \
 		return r_;                                                                      \
 	}                                                                                       \
 	CUresult n(CUgraphExec hGraphExec, CUstream hStream);                                   \
@@ -334,7 +334,7 @@ static bool attr_repeat(uintptr_t h, int attr, int dev, int value)
 			bool changed_ = !attr_repeat((uintptr_t)(h), (fam) * 4096 + (int)(attr), \
 			                             (int)(dev), (int)(value));                 \
 			if (changed_) {                                                         \
-				cg_tl_api = #n;                                                 \
+				cg_tls.api = #n;                                                 \
 				cg_flush_all(CG_R_UNGRAPHABLE);                                 \
 			}                                                                       \
 			if (limits)                                                             \
@@ -365,7 +365,7 @@ CG_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
 		cg_note_once(&said, "managed memory in use (cuMemAllocManaged): CPU-offload style paging "
 		             "stays correct under cugraft, but page faults inside replayed graphs cost "
 		             "as much as eagerly; prefer device memory in the hot loop");
-		cg_tl_api = "cuMemAllocManaged";
+		cg_tls.api = "cuMemAllocManaged";
 		cg_boundary_all(CG_R_ALLOC);
 	}
 	return CG_REAL(cuMemAllocManaged)(dptr, bytesize, flags);

@@ -305,13 +305,13 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
  * names the launch by (floor.h). */
 #define LAUNCH_BODY(entry, ptsz, h, FWD, DEFERRABLE, ACCEPTED, KEY)                             \
 	if (hands_off(ptsz && !h ? CU_STREAM_PER_THREAD : h)) {                                 \
-		cg_tl_forwarding++;                                                             \
+		cg_tls.forwarding++;                                                             \
 		CUresult r_ = FWD;                                                              \
-		cg_tl_forwarding--;                                                             \
+		cg_tls.forwarding--;                                                             \
 		return r_;                                                                      \
 	}                                                                                       \
 	cg_count(CG_COUNT_ENTRY + CG_E_##entry);                                               \
-	cg_tl_api = #entry;                                                                     \
+	cg_tls.api = #entry;                                                                     \
 	/* exit work started: nothing more is deferred; the stream's deferred work goes first */ \
 	if (why == CG_R_NONE && atomic_load_explicit(&cg_shim.exiting, memory_order_relaxed))   \
 		why = CG_R_EXIT;                                                                \
@@ -322,9 +322,9 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 		why = why != CG_R_NONE ? why : CG_R_UNGRAPHABLE;                                \
 		cg_events_bypass(why);                                                          \
 		cg_boundary_stream(h, ptsz, why);                                               \
-		cg_tl_forwarding++;                                                             \
+		cg_tls.forwarding++;                                                            \
 		CUresult r_ = CG_FLOOR_TIMED(FWD, KEY);                                         \
-		cg_tl_forwarding--;                                                             \
+		cg_tls.forwarding--;                                                            \
 		if (why == CG_R_UNPROVEN_SHAPE)                                                 \
 			passed(s_, &op, r_ == CUDA_SUCCESS);                                    \
 		if (r_ == CUDA_SUCCESS && s_)                                                   \
@@ -333,9 +333,9 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	}                                                                                       \
 	if (take(s_, &op))                                                                      \
 		return CUDA_SUCCESS;                                                            \
-	cg_tl_forwarding++;                                                                     \
+	cg_tls.forwarding++;                                                                    \
 	CUresult r_ = CG_FLOOR_TIMED(FWD, KEY);                                                 \
-	cg_tl_forwarding--;                                                                     \
+	cg_tls.forwarding--;                                                                    \
 	if (r_ == CUDA_SUCCESS)                                                                 \
 		ACCEPTED;                                                                       \
 	release(s_);                                                                            \
@@ -415,9 +415,9 @@ static bool in_allocation(CUdeviceptr p, size_t bytes)
 	size_t size = 0;
 	if (!CG_REAL(cuMemGetAddressRange_v2))
 		return false;
-	cg_tl_internal++;
+	cg_tls.internal++;
 	CUresult r = CG_REAL(cuMemGetAddressRange_v2)(&base, &size, p);
-	cg_tl_internal--;
+	cg_tls.internal--;
 	return r == CUDA_SUCCESS && p >= base && bytes <= size - (p - base);
 }
 

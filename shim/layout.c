@@ -260,21 +260,16 @@ static const struct cg_layout *ask_driver(CUfunction f)
 	return l;
 }
 
-/* This thread's latest answer: loops launch the same kernel again and again. Keyed by the table
- * too (a table is never freed, so a new one never has an old one's address): a reset forgets it. */
-static _Thread_local struct {
-	const struct table *t;
-	CUfunction f;
-	const struct cg_layout *l;
-} last;
-
+/* This thread's latest answer (cg_tls.layout): loops launch the same kernel again and again.
+ * Keyed by the table too (a table is never freed, so a new one never has an old one's address):
+ * a reset forgets it. */
 static __attribute__((noinline)) const struct cg_layout *layout_find(struct table *t, CUfunction f);
 
 const struct cg_layout *cg_layout_of(CUfunction f)
 {
 	struct table *t = atomic_load_explicit(&current, memory_order_acquire);
-	if (t && t == last.t && f == last.f)
-		return last.l;
+	if (t && t == cg_tls.layout.table && f == cg_tls.layout.f)
+		return cg_tls.layout.layout;
 	return layout_find(t, f);
 }
 
@@ -283,9 +278,9 @@ static const struct cg_layout *layout_find(struct table *t, CUfunction f)
 	const struct cg_layout *l = t ? lookup(t, f) : NULL;
 	if (l) {
 		l = l == &unknown_layout ? NULL : l;
-		last.t = t;
-		last.f = f;
-		last.l = l;
+		cg_tls.layout.table = t;
+		cg_tls.layout.f = f;
+		cg_tls.layout.layout = l;
 		return l;
 	}
 
@@ -297,9 +292,9 @@ static const struct cg_layout *layout_find(struct table *t, CUfunction f)
 	}
 	l = t ? lookup(t, f) : &cg_layout_no_memory;
 	if (!l) {
-		cg_tl_internal++;
+		cg_tls.internal++;
 		l = ask_driver(f);
-		cg_tl_internal--;
+		cg_tls.internal--;
 		for (size_t i = slot_of(f), n = 0; l != &cg_layout_no_memory && n < SLOTS / 2;
 		     i = (i + 1) & (SLOTS - 1), n++) {
 			if (!atomic_load_explicit(&t->slot[i].key, memory_order_relaxed)) {

@@ -1,5 +1,5 @@
 /* NCCL in the default scope: the wrappers generated from nccl.def submit the pending work a
- * collective or communicator call could observe, then run NCCL with cg_tl_internal raised so that
+ * collective or communicator call could observe, then run NCCL with cg_tls.internal raised so that
  * the kernels and driver calls NCCL makes inside pass through untouched. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -80,32 +80,27 @@ static ncclResult_t missing(enum cg_nccl_entry e)
 /* A group's collectives are launched by its outermost ncclGroupEnd, so that is where their
  * streams' pending work must be submitted: work the program submits between a collective and
  * the group's end runs before NCCL's kernels. Groups are per thread in NCCL too. */
-#define GROUP_STREAMS 8
-static _Thread_local struct {
-	int depth;
-	int n; /* streams in s[]; GROUP_STREAMS + 1: more than fit, submit every stream */
-	CUstream s[GROUP_STREAMS];
-} tl_group;
+#define GROUP_STREAMS CG_TLS_GROUP_STREAMS /* this thread's group: cg_tls.nccl_group (shim.h) */
 
 static void group_add(CUstream h)
 {
-	for (int i = 0; i < tl_group.n && i < GROUP_STREAMS; i++)
-		if (tl_group.s[i] == h)
+	for (int i = 0; i < cg_tls.nccl_group.n && i < GROUP_STREAMS; i++)
+		if (cg_tls.nccl_group.s[i] == h)
 			return;
-	if (tl_group.n < GROUP_STREAMS)
-		tl_group.s[tl_group.n++] = h;
+	if (cg_tls.nccl_group.n < GROUP_STREAMS)
+		cg_tls.nccl_group.s[cg_tls.nccl_group.n++] = h;
 	else
-		tl_group.n = GROUP_STREAMS + 1;
+		cg_tls.nccl_group.n = GROUP_STREAMS + 1;
 }
 
 static void group_submit(void)
 {
-	if (tl_group.n > GROUP_STREAMS)
+	if (cg_tls.nccl_group.n > GROUP_STREAMS)
 		cg_boundary_all(CG_R_COLLECTIVE);
 	else
-		for (int i = 0; i < tl_group.n; i++)
-			cg_boundary_stream(tl_group.s[i], false, CG_R_COLLECTIVE);
-	tl_group.n = 0;
+		for (int i = 0; i < cg_tls.nccl_group.n; i++)
+			cg_boundary_stream(cg_tls.nccl_group.s[i], false, CG_R_COLLECTIVE);
+	cg_tls.nccl_group.n = 0;
 }
 
 /* Before the real call. false: forward only (disabled, nested in NCCL or the shim, no driver).
@@ -121,13 +116,13 @@ static bool enter(enum cg_nccl_entry e, enum kind k, CUstream stream)
 		/* Always at the call: NCCL enqueues a one-rank collective right here, even inside a
 		 * group (ncclLaunchOneRank); the group end submits what was launched after it. */
 		cg_boundary_stream(stream, false, CG_R_COLLECTIVE);
-		if (tl_group.depth > 0)
+		if (cg_tls.nccl_group.depth > 0)
 			group_add(stream);
 		break;
 	case K_GROUP:
 		if (e == CG_N_ncclGroupStart)
-			tl_group.depth++;
-		else if (tl_group.depth > 0 && --tl_group.depth == 0)
+			cg_tls.nccl_group.depth++;
+		else if (cg_tls.nccl_group.depth > 0 && --cg_tls.nccl_group.depth == 0)
 			group_submit();
 		break;
 	case K_COMM:
@@ -163,7 +158,7 @@ static const struct cg_vote_nccl *vote_nccl(void)
  * launched together at its end and are the same on every rank by NCCL's rules. */
 static bool coll_scoped(void)
 {
-	return tl_group.depth == 0 && cg_opt_scope()->collectives;
+	return cg_tls.nccl_group.depth == 0 && cg_opt_scope()->collectives;
 }
 
 /* Calls that end a communicator: its graphs and vote communicator go first. */
@@ -188,21 +183,21 @@ static bool comm_ends(enum cg_nccl_entry e)
 
 /* The body of each kind of wrapper, after the pass-through checks; real_ is libnccl's. */
 #define CG_BODY_GROUP(n, args, stream)                                                          \
-	cg_tl_internal++;                                                                       \
+	cg_tls.internal++;                                                                       \
 	ncclResult_t r_ = real_ args;                                                           \
-	cg_tl_internal--;                                                                       \
+	cg_tls.internal--;                                                                       \
 	return r_;
 #define CG_BODY_COMM(n, args, stream)                                                           \
-	cg_tl_internal++;                                                                       \
+	cg_tls.internal++;                                                                       \
 	if (comm_ends(CG_N_##n))                                                                \
 		cg_coll_comm_gone((ncclComm_t)(CG_FIRST args));                                 \
 	ncclResult_t r_ = real_ args;                                                           \
-	cg_tl_internal--;                                                                       \
+	cg_tls.internal--;                                                                       \
 	return r_;
 /* A collective in the scope votes; on agreement it is replayed from its graph (DONE), or
  * captured now on a private stream with the same arguments and then replayed. */
 #define CG_BODY_COLLECTIVE(n, args, stream)                                                     \
-	cg_tl_internal++;                                                                       \
+	cg_tls.internal++;                                                                       \
 	if (coll_scoped()) {                                                                    \
 		const uint64_t w_[] = { CG_WORDS args };                                        \
 		_Static_assert(sizeof(w_) / sizeof(w_[0]) <= CG_COLL_WORDS, #n ": too many words"); \
@@ -219,12 +214,12 @@ static bool comm_ends(enum cg_nccl_entry e)
 			a_ = cg_coll_captured(&c_, captured_);                                  \
 		}                                                                               \
 		if (a_ == CG_COLL_DONE) {                                                       \
-			cg_tl_internal--;                                                       \
+			cg_tls.internal--;                                                       \
 			return ncclSuccess;                                                     \
 		}                                                                               \
 	}                                                                                       \
 	ncclResult_t r_ = real_ args;                                                           \
-	cg_tl_internal--;                                                                       \
+	cg_tls.internal--;                                                                       \
 	return r_;
 
 #define CG_NCCL_PURE(n) _Static_assert(sizeof(&n) != 0, #n " is not declared in nccl.h");

@@ -38,7 +38,7 @@ void cg_summary_header(void)
 	cg_json_int(j, "rank", cg_report_rank());
 	cg_options_json(j);
 	int v = 0;
-	cg_tl_internal++;
+	cg_tls.internal++;
 	if (cg_real[CG_E_cuDriverGetVersion] && CG_REAL(cuDriverGetVersion)(&v) == CUDA_SUCCESS)
 		cg_json_int(j, "driver_version", v);
 	cg_json_int(j, "cuda_version", CUDA_VERSION);
@@ -46,7 +46,7 @@ void cg_summary_header(void)
 	CUdevice dev;
 	if (cg_real[CG_E_cuDeviceGet] && CG_REAL(cuDeviceGet)(&dev, 0) == CUDA_SUCCESS)
 		CG_REAL(cuDeviceGetName)(name, sizeof(name), dev);
-	cg_tl_internal--;
+	cg_tls.internal--;
 	cg_json_str(j, "device", name[0] ? name : NULL);
 	int nccl = 0;
 #ifdef CG_HAVE_NCCL
