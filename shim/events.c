@@ -81,6 +81,22 @@ static void json_decision(const struct cg_event *ev)
 	cg_json_give(j);
 }
 
+/* What the cost gate measured of a chunk's graph (an event's "timing_us"). */
+static void json_timing(struct cg_json *j, const struct cg_chunk_cost *cost, enum cg_reason why)
+{
+	cg_json_obj(j, "timing_us");
+	cg_json_double(j, "graph", cost->graph_us);
+	if (cost->eager_us > 0)
+		cg_json_double(j, "eager", cost->eager_us);
+	cg_json_double(j, "launch_saved", cost->saved_us);
+	cg_json_double(j, "submit_span", cost->span_us);
+	if (why == CG_R_EXPOSED) {
+		cg_json_double(j, "exposure", cost->exposure_us);
+		cg_json_double(j, "waited_share", cost->waited_share);
+	}
+	cg_json_obj_end(j);
+}
+
 void cg_events_engine(void *be, const struct cg_event *ev)
 {
 	if (cg_nvtx_on())
@@ -115,19 +131,8 @@ void cg_events_engine(void *be, const struct cg_event *ev)
 	}
 	if (ev->detail)
 		cg_json_str(j, "detail", ev->detail);
-	if (ev->cost) {
-		cg_json_obj(j, "timing_us");
-		cg_json_double(j, "graph", ev->cost->graph_us);
-		if (ev->cost->eager_us > 0)
-			cg_json_double(j, "eager", ev->cost->eager_us);
-		cg_json_double(j, "launch_saved", ev->cost->saved_us);
-		cg_json_double(j, "submit_span", ev->cost->span_us);
-		if (ev->reason == CG_R_EXPOSED) {
-			cg_json_double(j, "exposure", ev->cost->exposure_us);
-			cg_json_double(j, "waited_share", ev->cost->waited_share);
-		}
-		cg_json_obj_end(j);
-	}
+	if (ev->cost)
+		json_timing(j, ev->cost, ev->reason);
 	/* The program's call that made the engine decide; a timeout comes from the flusher. */
 	if (ev->kind == CG_EV_FALLBACK && ev->reason != CG_R_TIMEOUT && cg_tls.api)
 		cg_json_str(j, "api", cg_tls.api);
