@@ -194,38 +194,42 @@ static void find_gaps(struct cg_layout *l, struct cg_layout_gap *gaps)
 	l->gaps = gaps;
 }
 
-/* Called with the lock held: its 8 KiB of scratch are shared, not per thread. */
-static const struct cg_layout *ask_driver(CUfunction f)
+/* The parameters of f (off, size): their count, or -1 when the driver cannot say; and whether
+ * f is a CUkernel. Preferred: the driver's count; then the count the loaded image states; then
+ * the probe. Lock held. */
+static int params_of(CUfunction f, bool *as_kernel, uint32_t *off, uint32_t *size)
 {
-	static uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
-	bool known = false; /* n came from the image, confirmed */
-	if (!cg_real[CG_E_cuFuncGetParamInfo] || !cg_real[CG_E_cuKernelGetParamInfo])
-		return &unknown_layout;
 	if (!counts_resolved) {
 		func_count = (param_count_fn)cg_driver_sym("cuFuncGetParamCount");
 		kernel_count = (param_count_fn)cg_driver_sym("cuKernelGetParamCount");
 		counts_resolved = cg_driver_ready();
 	}
-	bool as_kernel = is_kernel_locked(f);
-	/* Preferred: the driver's count; then the count the loaded image states; then the probe. */
+	*as_kernel = is_kernel_locked(f);
+	bool known = false; /* n came from the image, confirmed */
 	int n = -1;
 	if (!func_count || !kernel_count)
-		n = from_image(f, &as_kernel, off, size);
+		n = from_image(f, as_kernel, off, size);
 	if (n < 0)
-		n = query(f, as_kernel, off, size, MAX_PARAMS);
+		n = query(f, *as_kernel, off, size, MAX_PARAMS);
 	else
 		known = true;
-	if (!known && (n < 0 || (n == 0 && !(as_kernel ? kernel_count : func_count)))) {
+	if (!known && (n < 0 || (n == 0 && !(*as_kernel ? kernel_count : func_count)))) {
 		/* A handle of the other kind (one we did not see handed out), or, probed, perhaps
 		 * really no parameters: the other kind's query decides. */
-		int k = query(f, !as_kernel, off, size, MAX_PARAMS);
+		int k = query(f, !*as_kernel, off, size, MAX_PARAMS);
 		if (k > 0 || (k == 0 && n < 0)) {
 			n = k;
-			as_kernel = !as_kernel;
+			*as_kernel = !*as_kernel;
 		}
 	}
-	if (n < 0)
-		return &unknown_layout;
+	return n;
+}
+
+/* The layout of f's n parameters, named, hashed and put on the list of every layout; or
+ * &cg_layout_no_memory. Lock held. */
+static const struct cg_layout *layout_new(CUfunction f, bool as_kernel, const uint32_t *off,
+                                          const uint32_t *size, int n)
+{
 	/* At most one gap before each parameter (in offset order). */
 	struct cg_layout *l = malloc(sizeof(*l) + (size_t)n * (sizeof(l->p[0]) + sizeof(l->gaps[0])));
 	if (!l)
@@ -258,6 +262,19 @@ static const struct cg_layout *ask_driver(CUfunction f)
 	l->next_all = all_layouts;
 	all_layouts = l;
 	return l;
+}
+
+/* Called with the lock held: its 8 KiB of scratch are shared, not per thread. */
+static const struct cg_layout *ask_driver(CUfunction f)
+{
+	static uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
+	if (!cg_real[CG_E_cuFuncGetParamInfo] || !cg_real[CG_E_cuKernelGetParamInfo])
+		return &unknown_layout;
+	bool as_kernel;
+	int n = params_of(f, &as_kernel, off, size);
+	if (n < 0)
+		return &unknown_layout;
+	return layout_new(f, as_kernel, off, size, n);
 }
 
 /* This thread's latest answer (cg_tls.layout): loops launch the same kernel again and again.
