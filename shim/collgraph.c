@@ -277,37 +277,42 @@ static bool begin_capture(struct cg_coll_comm *r, struct cg_coll_call *c)
 	return e == CUDA_SUCCESS;
 }
 
-enum cg_coll_act cg_coll_begin(struct cg_coll_call *c, const struct cg_vote_nccl *nccl)
+/* The program captures this stream itself: by NCCL's rule every rank does, at this same
+ * collective, so every rank skips the vote here. */
+static bool program_capturing(const struct cg_coll_call *c)
 {
-	struct cg_coll_comm *r = comm_get(c->comm);
-	if (!r)
-		return CG_COLL_EAGER; /* out of memory: this rank skips the vote, the others time out */
-	pthread_mutex_lock(&r->lock);
-	COUNT(r, seen);
-	/* The program captures this stream itself: by NCCL's rule every rank does, at this same
-	 * collective, so every rank skips the vote here. */
 	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-	if (r->off || (atomic_load(&cg_shim.captures) > 0 &&
-	               (CG_REAL(cuStreamIsCapturing)(c->stream, &cs) != CUDA_SUCCESS ||
-	                cs != CU_STREAM_CAPTURE_STATUS_NONE))) {
-		pthread_mutex_unlock(&r->lock);
-		return CG_COLL_EAGER;
+	return atomic_load(&cg_shim.captures) > 0 &&
+	       (CG_REAL(cuStreamIsCapturing)(c->stream, &cs) != CUDA_SUCCESS ||
+	        cs != CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+/* The communicator's voter, started at its first collective, which every rank reaches. false:
+ * none could be started, and the communicator is off. */
+static bool voter_ready(struct cg_coll_comm *r, const struct cg_coll_call *c,
+                        const struct cg_vote_nccl *nccl)
+{
+	if (r->voter)
+		return true;
+	CUcontext ctx = NULL;
+	CG_REAL(cuCtxGetCurrent)(&ctx);
+	enum cg_vote_result why;
+	r->voter = cg_voter_start(nccl, c->comm, ctx, (long)cg_opt_int(CG_OPT_VOTE_TIMEOUT_MS), &why);
+	if (!r->voter) {
+		enum cg_reason reason = why == CG_VOTE_TIMEOUT ? CG_R_VOTE_TIMEOUT : CG_R_VOTE_UNAVAILABLE;
+		report_vote(r, c, why == CG_VOTE_TIMEOUT ? "timeout" : "unavailable", reason, 0, 0, 0);
+		switch_off(r, reason);
+		return false;
 	}
-	if (!r->voter) { /* the first collective on comm, reached by every rank */
-		CUcontext ctx = NULL;
-		CG_REAL(cuCtxGetCurrent)(&ctx);
-		enum cg_vote_result why;
-		r->voter = cg_voter_start(nccl, c->comm, ctx, (long)cg_opt_int(CG_OPT_VOTE_TIMEOUT_MS), &why);
-		if (!r->voter) {
-			enum cg_reason reason = why == CG_VOTE_TIMEOUT ? CG_R_VOTE_TIMEOUT : CG_R_VOTE_UNAVAILABLE;
-			report_vote(r, c, why == CG_VOTE_TIMEOUT ? "timeout" : "unavailable", reason, 0, 0, 0);
-			switch_off(r, reason);
-			pthread_mutex_unlock(&r->lock);
-			return CG_COLL_EAGER;
-		}
-		r->rank = cg_voter_rank(r->voter);
-		r->nranks = cg_voter_nranks(r->voter);
-	}
+	r->rank = cg_voter_rank(r->voter);
+	r->nranks = cg_voter_nranks(r->voter);
+	return true;
+}
+
+/* The vote on this call: replayed from its graph (DONE), to be captured (CAPTURE: the call's
+ * slot is set), or eager on every rank. */
+static enum cg_coll_act vote_call(struct cg_coll_comm *r, struct cg_coll_call *c)
+{
 	struct cg_coll_slot *s = slot_get(r, c);
 	int64_t local = V_EAGER, agreed;
 	if (s && ++s->seen >= (uint32_t)cg_opt_int(CG_OPT_WARMUP))
@@ -318,29 +323,40 @@ enum cg_coll_act cg_coll_begin(struct cg_coll_call *c, const struct cg_vote_nccl
 		 * because of another key (one rank's call changed), and must restart in lockstep. */
 		for (int k = 0; !r->off && k < SLOTS; k++)
 			reset_slot(&r->slots[k]);
-		pthread_mutex_unlock(&r->lock);
 		return CG_COLL_EAGER;
 	}
-	enum cg_coll_act act = CG_COLL_EAGER;
 	if (agreed >= V_REPLAY) {
 		if (launch(s, c->stream)) {
 			COUNT(r, graphed);
-			act = CG_COLL_DONE;
-		} else {
-			/* The others replay: this rank's eager call may not pair with them (VOTE.md). */
-			report_vote(r, c, "launch_failed", CG_R_LAUNCH_FAILED, local, agreed, agreed);
-			reset_slot(s);
+			return CG_COLL_DONE;
 		}
+		/* The others replay: this rank's eager call may not pair with them (VOTE.md). */
+		report_vote(r, c, "launch_failed", CG_R_LAUNCH_FAILED, local, agreed, agreed);
+		reset_slot(s);
 	} else if (agreed == V_CAPTURE) {
 		c->rec = r;
 		c->slot = s;
 		s->epoch = epoch;
-		if (begin_capture(r, c))
-			return CG_COLL_CAPTURE; /* still locked: cg_coll_captured unlocks */
-		return cg_coll_captured(c, ncclInternalError);
+		return CG_COLL_CAPTURE;
 	}
-	pthread_mutex_unlock(&r->lock);
-	return act;
+	return CG_COLL_EAGER;
+}
+
+enum cg_coll_act cg_coll_begin_or_lock(struct cg_coll_call *c, const struct cg_vote_nccl *nccl)
+{
+	struct cg_coll_comm *r = comm_get(c->comm);
+	if (!r)
+		return CG_COLL_EAGER; /* out of memory: this rank skips the vote, the others time out */
+	pthread_mutex_lock(&r->lock);
+	COUNT(r, seen);
+	enum cg_coll_act act = CG_COLL_EAGER;
+	if (!r->off && !program_capturing(c) && voter_ready(r, c, nccl))
+		act = vote_call(r, c);
+	if (act == CG_COLL_CAPTURE && !begin_capture(r, c))
+		return cg_coll_captured(c, ncclInternalError); /* unlocks */
+	if (act != CG_COLL_CAPTURE)
+		pthread_mutex_unlock(&r->lock);
+	return act; /* CAPTURE: still locked, cg_coll_captured unlocks */
 }
 
 enum cg_coll_act cg_coll_captured(struct cg_coll_call *c, ncclResult_t result)

@@ -10,7 +10,7 @@
 
 #define CG_COLL_WORDS 7 /* a collective's arguments but its stream */
 
-/* One program call. The caller fills the first block; cg_coll_begin the rest. */
+/* One program call. The caller fills the first block; cg_coll_begin_or_lock the rest. */
 struct cg_coll_call {
 	int entry;                   /* which collective (nccl_hooks.c's id), part of the key */
 	const char *api;             /* its name, for the report */
@@ -32,10 +32,12 @@ enum cg_coll_act {
 
 /* At a collective outside a group (its stream's pending work already submitted): votes and, on
  * agreement, launches the graph or starts the capture. Blocks at most CUGRAFT_VOTE_TIMEOUT_MS
- * per vote. */
-enum cg_coll_act cg_coll_begin(struct cg_coll_call *c, const struct cg_vote_nccl *nccl);
+ * per vote. CG_COLL_CAPTURE returns with the communicator's record locked (hence the name):
+ * the caller makes the real call on c->capture, then cg_coll_captured. */
+enum cg_coll_act cg_coll_begin_or_lock(struct cg_coll_call *c, const struct cg_vote_nccl *nccl);
 /* After CG_COLL_CAPTURE, with the real call's result: ends the capture, votes whether every
- * rank has its graph, and launches it (CG_COLL_DONE) or drops it (CG_COLL_EAGER). */
+ * rank has its graph, and launches it (CG_COLL_DONE) or drops it (CG_COLL_EAGER). Unlocks the
+ * record cg_coll_begin_or_lock left locked. */
 enum cg_coll_act cg_coll_captured(struct cg_coll_call *c, ncclResult_t r);
 /* Before the communicator is finalized, destroyed, revoked or aborted: its graphs are destroyed
  * and its vote communicator aborted (never blocks on peers). */

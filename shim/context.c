@@ -47,14 +47,14 @@ void cg_ctx_leave(int entered)
  * the shim's own. CG_CTX_FAILED: nothing may be submitted (it would go to another context). */
 int cg_backend_enter(CUcontext ctx)
 {
-	cg_tl_internal++;
-	cg_tl_forwarding++;
+	cg_tls.internal++;
+	cg_tls.forwarding++;
 	return cg_ctx_enter(ctx);
 }
 
 void cg_backend_leave(int entered)
 {
 	cg_ctx_leave(entered);
-	cg_tl_forwarding--;
-	cg_tl_internal--;
+	cg_tls.forwarding--;
+	cg_tls.internal--;
 }

@@ -1,11 +1,8 @@
-/* Per-thread call counters (counts.h). */
+/* Per-thread call counters (counts.h); a thread's block hangs off its cg_tls (shim.h). */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "counts.h"
-
-_Thread_local struct cg_counts *cg_tl_counts;
-static _Thread_local _Bool shared_only; /* released its block at exit, or found none */
 
 static struct cg_counts shared;             /* threads without a block of their own */
 static _Atomic(struct cg_counts *) blocks;  /* every block, newest first */
@@ -18,8 +15,8 @@ static _Bool have_key;
 static void release(void *block)
 {
 	struct cg_counts *c = block;
-	cg_tl_counts = NULL;
-	shared_only = 1;
+	cg_tls.counts = NULL;
+	cg_tls.counts_shared = true;
 	atomic_store_explicit(&c->owned, 0, memory_order_release);
 }
 
@@ -54,17 +51,17 @@ static struct cg_counts *take(void)
 
 void cg_count_slow(unsigned i)
 {
-	if (!shared_only) {
+	if (!cg_tls.counts_shared) {
 		pthread_once(&key_once, make_key);
 		struct cg_counts *c = have_key ? take() : NULL;
 		if (c && pthread_setspecific(release_key, c) == 0) {
-			cg_tl_counts = c;
+			cg_tls.counts = c;
 			cg_count(i);
 			return;
 		}
 		if (c)
 			atomic_store_explicit(&c->owned, 0, memory_order_release);
-		shared_only = 1; /* do not try again on every call */
+		cg_tls.counts_shared = true; /* do not try again on every call */
 	}
 	atomic_fetch_add_explicit(&shared.n[i], 1, memory_order_relaxed);
 }

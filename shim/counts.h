@@ -31,11 +31,12 @@ struct cg_counts {
 	struct cg_counts *next;     /* every block, never freed */
 };
 
-extern _Thread_local struct cg_counts *cg_tl_counts;
+/* This thread's block (cg_tls.counts, shim.h), as the unit test reads it. */
+#define cg_tl_counts ((struct cg_counts *)cg_tls.counts)
 /* A thread without a block yet, or past its exit: takes a block, or counts in a shared one. */
 void cg_count_slow(unsigned i);
 
-/* Counts in this thread's block c (cg_tl_counts, not NULL). */
+/* Counts in this thread's block c (cg_tls.counts, not NULL). */
 static inline void cg_count_in(struct cg_counts *c, unsigned i)
 {
 	/* The only writer: no locked instruction. Relaxed atomics so that the reader's sum is
@@ -46,7 +47,7 @@ static inline void cg_count_in(struct cg_counts *c, unsigned i)
 
 static inline void cg_count(unsigned i)
 {
-	struct cg_counts *c = cg_tl_counts;
+	struct cg_counts *c = cg_tls.counts;
 	if (__builtin_expect(c == NULL, 0)) {
 		cg_count_slow(i);
 		return;
@@ -56,13 +57,13 @@ static inline void cg_count(unsigned i)
 
 /* The short path of a boundary the shim only forwards (boundary.c, hooks.c): this thread's block
  * while the process is settled (cg_unsettled, shim.h) and the call is the program's, not the
- * shim's own nor NCCL's inside a collective (cg_tl_internal: forwarded uncounted, as by the
+ * shim's own nor NCCL's inside a collective (cg_tls.internal: forwarded uncounted, as by the
  * full path); NULL otherwise, and on a thread without a block yet (the full path gives it one). */
 static inline struct cg_counts *cg_count_forwarded(void)
 {
 	if (__builtin_expect(atomic_load_explicit(&cg_unsettled, memory_order_acquire) == 0, 1) &&
-	    cg_tl_internal == 0)
-		return cg_tl_counts;
+	    cg_tls.internal == 0)
+		return cg_tls.counts;
 	return NULL;
 }
 

@@ -170,16 +170,9 @@ static void graph_free(struct chunk_graph *g)
 	free(g);
 }
 
-static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
-                 const char **detail, uint64_t content)
+/* A chunk graph of n nodes, not built yet; NULL when out of host memory. */
+static struct chunk_graph *graph_new(CUcontext ctx, uint32_t n, uint64_t content)
 {
-	struct cg_sstate *s = stream;
-	if (atomic_load(&cg_shim.captures) > 0) {
-		/* A global-mode capture of the program's would see ours as an unsafe call. */
-		if (detail)
-			*detail = "the program is capturing a graph";
-		return -EBUSY;
-	}
 	struct chunk_graph *g = calloc(1, sizeof(*g));
 	if (g) {
 		g->nodes = calloc(n, sizeof(*g->nodes));
@@ -188,17 +181,21 @@ static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
 	if (!g || !g->nodes || !g->kp) {
 		if (g)
 			graph_free(g);
-		if (detail)
-			*detail = "out of host memory";
-		return -ENOMEM;
+		return NULL;
 	}
-	g->ctx = s->ctx;
+	g->ctx = ctx;
 	g->n = n;
 	g->content = content;
+	return g;
+}
 
-	int in = cg_backend_enter(s->ctx);
-	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
-	if (r == CUDA_SUCCESS && !s->capture)
+/* The ops captured on the stream's private capture stream into g->graph, one node each
+ * (g->nodes). Context entered. */
+static CUresult capture_chunk(struct cg_sstate *s, struct chunk_graph *g, const struct cg_op *ops,
+                              uint32_t n)
+{
+	CUresult r = CUDA_SUCCESS;
+	if (!s->capture)
 		r = CG_REAL(cuStreamCreate)(&s->capture, CU_STREAM_NON_BLOCKING);
 	if (r == CUDA_SUCCESS)
 		r = CG_REAL(cuStreamBeginCapture_v2)(s->capture, CU_STREAM_CAPTURE_MODE_RELAXED);
@@ -220,6 +217,14 @@ static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
 		if (r == CUDA_SUCCESS)
 			r = e;
 	}
+	return r;
+}
+
+/* The captured graph's kernel nodes read (their parameters are patched later), then the graph
+ * instantiated and the device memory it took counted. Context entered. */
+static CUresult instantiate_chunk(struct chunk_graph *g, const struct cg_op *ops, uint32_t n)
+{
+	CUresult r = CUDA_SUCCESS;
 	for (uint32_t i = 0; r == CUDA_SUCCESS && i < n; i++)
 		if (cg_sig_kind(ops[i].sig) == CG_K_KERNEL)
 			r = CG_REAL(cuGraphKernelNodeGetParams_v2)(g->nodes[i], &g->kp[i]);
@@ -228,6 +233,29 @@ static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
 		r = CG_REAL(cuGraphInstantiateWithFlags)(&g->exec, g->graph, 0);
 	if (r == CUDA_SUCCESS && before)
 		graph_mem_add(g, before);
+	return r;
+}
+
+static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
+                 const char **detail, uint64_t content)
+{
+	struct cg_sstate *s = stream;
+	if (atomic_load(&cg_shim.captures) > 0) {
+		/* A global-mode capture of the program's would see ours as an unsafe call. */
+		if (detail)
+			*detail = "the program is capturing a graph";
+		return -EBUSY;
+	}
+	struct chunk_graph *g = graph_new(s->ctx, n, content);
+	if (!g) {
+		if (detail)
+			*detail = "out of host memory";
+		return -ENOMEM;
+	}
+	int in = cg_backend_enter(s->ctx);
+	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : capture_chunk(s, g, ops, n);
+	if (r == CUDA_SUCCESS)
+		r = instantiate_chunk(g, ops, n);
 	cg_backend_leave(in);
 	if (r != CUDA_SUCCESS) {
 		graph_free(g);

@@ -17,9 +17,9 @@ void *cg_deny_enter(uint32_t slot)
 		if (cg_trampoline_count(slot) == 0)
 			cg_log(CG_LOG_DEBUG, "unclassified driver entry point %s: flushing before it",
 			       cg_trampoline_name(slot));
-		cg_tl_api = cg_trampoline_name(slot);
+		cg_tls.api = cg_trampoline_name(slot);
 		cg_flush_all(CG_R_UNKNOWN_API);
 	}
-	cg_tl_deny_armed = 1;
+	cg_tls.deny_armed = 1;
 	return t;
 }

@@ -84,7 +84,6 @@ static const void *libcuda_base;
  * published (release) only once the shim is built: a thread that sees it (acquire) sees the
  * engine, options, report and flusher; threads arriving meanwhile wait on start_cond. */
 atomic_int cg_driver_state; /* driver.h */
-static _Thread_local bool in_init; /* this thread is starting: its own driver calls pass through */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
 static bool load_only; /* a fork() child of a process that was starting: pass-through, no shim */
@@ -118,16 +117,16 @@ static void driver_load(void)
 
 void cg_driver_init_slow(void)
 {
-	if (atomic_load_explicit(&cg_driver_state, memory_order_acquire) >= 2 || in_init)
+	if (atomic_load_explicit(&cg_driver_state, memory_order_acquire) >= 2 || cg_tls.in_init)
 		return;
 	int expected = 0;
 	if (atomic_compare_exchange_strong(&cg_driver_state, &expected, 1)) {
-		in_init = true;
+		cg_tls.in_init = true;
 		driver_load();
 		if (libcuda && !load_only)
 			for (void (*const *hook)(void) = __start_cg_on_load; hook < __stop_cg_on_load; hook++)
 				(*hook)();
-		in_init = false;
+		cg_tls.in_init = false;
 		pthread_mutex_lock(&start_lock);
 		atomic_store_explicit(&cg_driver_state, libcuda ? 2 : 3, memory_order_release);
 		pthread_cond_broadcast(&start_cond);
@@ -167,7 +166,7 @@ void *cg_driver_sym(const char *name)
 
 bool cg_driver_in_init(void)
 {
-	return in_init;
+	return cg_tls.in_init;
 }
 
 const char *cg_driver_error_name(CUresult r)

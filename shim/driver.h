@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "shim.h"
+
 /* cuda.h renames these to their newest ABI; the list names the exported symbols as they are. */
 #undef cuGetProcAddress
 #undef cuEventElapsedTime
@@ -50,6 +52,10 @@ extern void *cg_real[CG_E_COUNT];
 
 /* The real pointer of a list entry, typed after its cuda.h prototype. */
 #define CG_REAL(name) ((__typeof__(&name))cg_real[CG_E_##name])
+/* A wrapper's real call for the program, marked while it runs (cg_tls.forwarding: the audit
+ * knows the submission came through a wrapper). */
+#define CG_FORWARDED(call)                                                                      \
+	({ cg_tls.forwarding++; CUresult fwd_r_ = (call); cg_tls.forwarding--; fwd_r_; })
 
 /* What runs once the driver is loaded, on the thread that loaded it, before the shim counts as
  * ready: start-up (init.c). A file above the loader registers it with CG_DRIVER_ON_LOAD(fn); the

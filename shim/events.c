@@ -81,6 +81,22 @@ static void json_decision(const struct cg_event *ev)
 	cg_json_give(j);
 }
 
+/* What the cost gate measured of a chunk's graph (an event's "timing_us"). */
+static void json_timing(struct cg_json *j, const struct cg_chunk_cost *cost, enum cg_reason why)
+{
+	cg_json_obj(j, "timing_us");
+	cg_json_double(j, "graph", cost->graph_us);
+	if (cost->eager_us > 0)
+		cg_json_double(j, "eager", cost->eager_us);
+	cg_json_double(j, "launch_saved", cost->saved_us);
+	cg_json_double(j, "submit_span", cost->span_us);
+	if (why == CG_R_EXPOSED) {
+		cg_json_double(j, "exposure", cost->exposure_us);
+		cg_json_double(j, "waited_share", cost->waited_share);
+	}
+	cg_json_obj_end(j);
+}
+
 void cg_events_engine(void *be, const struct cg_event *ev)
 {
 	if (cg_nvtx_on())
@@ -115,22 +131,11 @@ void cg_events_engine(void *be, const struct cg_event *ev)
 	}
 	if (ev->detail)
 		cg_json_str(j, "detail", ev->detail);
-	if (ev->cost) {
-		cg_json_obj(j, "timing_us");
-		cg_json_double(j, "graph", ev->cost->graph_us);
-		if (ev->cost->eager_us > 0)
-			cg_json_double(j, "eager", ev->cost->eager_us);
-		cg_json_double(j, "launch_saved", ev->cost->saved_us);
-		cg_json_double(j, "submit_span", ev->cost->span_us);
-		if (ev->reason == CG_R_EXPOSED) {
-			cg_json_double(j, "exposure", ev->cost->exposure_us);
-			cg_json_double(j, "waited_share", ev->cost->waited_share);
-		}
-		cg_json_obj_end(j);
-	}
+	if (ev->cost)
+		json_timing(j, ev->cost, ev->reason);
 	/* The program's call that made the engine decide; a timeout comes from the flusher. */
-	if (ev->kind == CG_EV_FALLBACK && ev->reason != CG_R_TIMEOUT && cg_tl_api)
-		cg_json_str(j, "api", cg_tl_api);
+	if (ev->kind == CG_EV_FALLBACK && ev->reason != CG_R_TIMEOUT && cg_tls.api)
+		cg_json_str(j, "api", cg_tls.api);
 	if (ev->got && ev->got->name)
 		cg_json_str(j, "kernel", ev->got->name);
 	json_op(j, "expected", ev->expected);
@@ -159,12 +164,12 @@ static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 void cg_events_device(CUcontext ctx)
 {
 	CUdevice dev;
-	cg_tl_internal++;
+	cg_tls.internal++;
 	/* Drivers before CUDA 13 lack the _v2: the current context's device (usually the same) */
 	bool known = ctx && cg_real[CG_E_cuCtxGetDevice_v2] ?
 	             CG_REAL(cuCtxGetDevice_v2)(&dev, ctx) == CUDA_SUCCESS :
 	             cg_real[CG_E_cuCtxGetDevice] && CG_REAL(cuCtxGetDevice)(&dev) == CUDA_SUCCESS;
-	cg_tl_internal--;
+	cg_tls.internal--;
 	if (!known)
 		return;
 	pthread_mutex_lock(&devices_lock);
@@ -173,11 +178,11 @@ void cg_events_device(CUcontext ctx)
 		seen = seen || devices[i].ordinal == (int)dev;
 	if (!seen && n_devices < MAX_DEVICES) {
 		devices[n_devices].ordinal = (int)dev;
-		cg_tl_internal++;
+		cg_tls.internal++;
 		if (!cg_real[CG_E_cuDeviceGetName] ||
 		    CG_REAL(cuDeviceGetName)(devices[n_devices].name, sizeof(devices[0].name), dev) != CUDA_SUCCESS)
 			devices[n_devices].name[0] = '\0';
-		cg_tl_internal--;
+		cg_tls.internal--;
 		n_devices++;
 	}
 	pthread_mutex_unlock(&devices_lock);

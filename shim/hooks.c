@@ -32,15 +32,24 @@ static CUresult capture_begun(CUresult r)
 	return r;
 }
 
+/* Before the program's capture begins on h: false where the call passes through untouched;
+ * else counted, h's pending work submitted, and the capture counted as open (capture_begun
+ * closes it again if the driver refuses). */
+static bool capture_begins(enum cg_entry e, CUstream h, bool ptsz)
+{
+	if (!active())
+		return false;
+	cg_count(CG_COUNT_ENTRY + e);
+	cg_boundary_stream(h, ptsz, CG_R_CAPTURE);
+	atomic_fetch_add(&cg_shim.captures, 1);
+	return true;
+}
+
 #define BEGIN_CAPTURE(n, ptsz, params, args, h)                                                 \
-	CUresult n params;                                                                      \
 	CG_EXPORT CUresult n params                                                             \
 	{                                                                                       \
-		if (!active())                                                                  \
+		if (!capture_begins(CG_E_##n, h, ptsz))                                         \
 			return CG_REAL(n) args;                                                 \
-		COUNT(n);                                                                       \
-		cg_boundary_stream(h, ptsz, CG_R_CAPTURE);                                      \
-		atomic_fetch_add(&cg_shim.captures, 1);                                         \
 		return capture_begun(CG_REAL(n) args);                                          \
 	}
 
@@ -113,7 +122,6 @@ static CUresult instantiated(CUresult r, CUgraphExec *exec, CUgraph g)
 }
 
 #define INSTANTIATE(n, params, args, exec, g)                                                   \
-	CUresult n params;                                                                      \
 	CG_EXPORT CUresult n params                                                             \
 	{                                                                                       \
 		if (active())                                                                   \
@@ -136,32 +144,37 @@ INSTANTIATE(cuGraphInstantiateWithParams_ptsz,
  * settled (not profiling then), it is forwarded like the boundary wrappers' (boundary.c):
  * counted as a call and a boundary, and a tail call; the full path is a function of its own,
  * so that the short one saves no registers. */
+static inline bool graph_launch_settled(enum cg_entry e)
+{
+	struct cg_counts *c = cg_count_forwarded();
+	if (!c || !cg_real[e])
+		return false;
+	cg_count_in(c, CG_COUNT_ENTRY + e);
+	cg_count_in(c, CG_COUNT_BOUNDARY + CG_R_CAPTURE);
+	return true;
+}
+
+__attribute__((noinline)) static CUresult graph_launch_full(enum cg_entry e, bool ptsz,
+                                                            CUgraphExec exec, CUstream h)
+{
+	if (active()) {
+		cg_count(CG_COUNT_ENTRY + e);
+		cg_tls.api = cg_entry_name[e];
+		cg_floor_graph_launch(exec);
+		cg_boundary_stream(h, ptsz, CG_R_CAPTURE);
+	}
+	CUresult (*real)(CUgraphExec, CUstream) = (__typeof__(&cuGraphLaunch))cg_real[e];
+	if (!real)
+		return CUDA_ERROR_NOT_FOUND;
+	return CG_FORWARDED(real(exec, h)); /* the audit's mark: this submission came through */
+}
+
 #define GRAPH_LAUNCH(n, ptsz)                                                                   \
-	__attribute__((noinline)) static CUresult full_##n(CUgraphExec hGraphExec, CUstream hStream) \
-	{                                                                                       \
-		if (active()) {                                                                 \
-			COUNT(n);                                                               \
-			cg_tl_api = #n;                                                         \
-			cg_floor_graph_launch(hGraphExec);                                      \
-			cg_boundary_stream(hStream, ptsz, CG_R_CAPTURE);                        \
-		}                                                                               \
-		if (!CG_REAL(n))                                                                \
-			return CUDA_ERROR_NOT_FOUND;                                            \
-		cg_tl_forwarding++; /* the audit's mark: this submission came through */         \
-		CUresult r_ = CG_REAL(n)(hGraphExec, hStream);                                  \
-		cg_tl_forwarding--;                                                             \
-		return r_;                                                                      \
-	}                                                                                       \
-	CUresult n(CUgraphExec hGraphExec, CUstream hStream);                                   \
 	CG_EXPORT CUresult n(CUgraphExec hGraphExec, CUstream hStream)                          \
 	{                                                                                       \
-		struct cg_counts *c_ = cg_count_forwarded();                                    \
-		if (c_ && CG_REAL(n)) {                                                         \
-			cg_count_in(c_, CG_COUNT_ENTRY + CG_E_##n);                             \
-			cg_count_in(c_, CG_COUNT_BOUNDARY + CG_R_CAPTURE);                      \
+		if (graph_launch_settled(CG_E_##n))                                             \
 			return CG_REAL(n)(hGraphExec, hStream);                                 \
-		}                                                                               \
-		return full_##n(hGraphExec, hStream);                                           \
+		return graph_launch_full(CG_E_##n, ptsz, hGraphExec, hStream);                  \
 	}
 
 GRAPH_LAUNCH(cuGraphLaunch, false)
@@ -326,20 +339,26 @@ static bool attr_repeat(uintptr_t h, int attr, int dev, int value)
 	return same;
 }
 
-#define ATTR_HOOK(n, fam, limits, params, args, h, attr, dev, value)                                  \
+/* An attribute of handle h (of family fam) set to value, about to reach the driver. */
+static void attr_set(enum cg_entry e, int fam, bool limits, const void *h, int attr, int dev,
+                     int value)
+{
+	if (!active())
+		return;
+	cg_count(CG_COUNT_ENTRY + e);
+	bool changed = !attr_repeat((uintptr_t)h, fam * 4096 + attr, dev, value);
+	if (changed) {
+		cg_tls.api = cg_entry_name[e];
+		cg_flush_all(CG_R_UNGRAPHABLE);
+	}
+	if (limits)
+		cg_layout_limit_set(h, attr, value, changed);
+}
+
+#define ATTR_HOOK(n, fam, limits, params, args, h, attr, dev, value)                            \
 	CG_EXPORT CUresult n params                                                             \
 	{                                                                                       \
-		if (active()) {                                                                 \
-			COUNT(n);                                                               \
-			bool changed_ = !attr_repeat((uintptr_t)(h), (fam) * 4096 + (int)(attr), \
-			                             (int)(dev), (int)(value));                 \
-			if (changed_) {                                                         \
-				cg_tl_api = #n;                                                 \
-				cg_flush_all(CG_R_UNGRAPHABLE);                                 \
-			}                                                                       \
-			if (limits)                                                             \
-				cg_layout_limit_set((h), (int)(attr), (int)(value), changed_);  \
-		}                                                                               \
+		attr_set(CG_E_##n, fam, limits, h, (int)(attr), (int)(dev), (int)(value));      \
 		return CG_REAL(n) args;                                                         \
 	}
 
@@ -365,7 +384,7 @@ CG_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
 		cg_note_once(&said, "managed memory in use (cuMemAllocManaged): CPU-offload style paging "
 		             "stays correct under cugraft, but page faults inside replayed graphs cost "
 		             "as much as eagerly; prefer device memory in the hot loop");
-		cg_tl_api = "cuMemAllocManaged";
+		cg_tls.api = "cuMemAllocManaged";
 		cg_boundary_all(CG_R_ALLOC);
 	}
 	return CG_REAL(cuMemAllocManaged)(dptr, bytesize, flags);

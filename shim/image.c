@@ -84,10 +84,58 @@ struct kinfo {
 	uint32_t bank_off; /* where the parameters start in constant bank 0 */
 };
 
+/* What a kernel's attributes say of its parameters, as they are read. */
+struct kattrs {
+	uint32_t n, max_ord;   /* parameters read, the largest ordinal among them */
+	bool has_cb;
+	uint32_t cb_size;      /* EIATTR_CBANK_PARAM_SIZE */
+	uint32_t bank_size;    /* the parameters' size in the EIATTR_PARAM_CBANK record */
+};
+
+/* One parameter's record (EIATTR_KPARAM_INFO or _V2, 12 bytes) into s; false when malformed or
+ * its ordinal came before. */
+static bool param_record(struct scan *s, uint8_t attr, const uint8_t *body, uint16_t val,
+                         struct kattrs *a)
+{
+	if (val != 12)
+		return false;
+	uint32_t ord = rd16(body + 4), off = rd16(body + 6), size = rd32(body + 8);
+	size = attr == EIATTR_KPARAM_INFO ? size >> 18 : size;
+	if (rd32(body) != 0 || ord >= CG_IMAGE_MAX_PARAMS || s->seen[ord] || size == 0 ||
+	    size > 1u << 20)
+		return false;
+	s->seen[ord] = 1;
+	s->off[ord] = off;
+	s->size[ord] = size;
+	a->max_ord = ord > a->max_ord ? ord : a->max_ord;
+	a->n++;
+	return true;
+}
+
+/* The parameters read are ordinals 0..n-1 at increasing, non-overlapping offsets, and both sizes
+ * stated say where they end (none: neither says there are any); then their count and end. */
+static bool params_agree(const struct scan *s, const struct kattrs *a, struct kinfo *ki)
+{
+	uint32_t n = a->n;
+	if (n && a->max_ord != n - 1)
+		return false;
+	uint32_t end = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (s->off[i] < end)
+			return false;
+		end = s->off[i] + s->size[i];
+	}
+	if (n ? !a->has_cb || a->cb_size != end || !ki->has_bank || a->bank_size != end
+	      : (a->has_cb && a->cb_size != 0) || (ki->has_bank && a->bank_size != 0))
+		return false;
+	ki->n = n;
+	ki->end = end;
+	return true;
+}
+
 static bool kernel_info(struct scan *s, const uint8_t *d, uint64_t len, struct kinfo *ki)
 {
-	uint32_t n = 0, max_ord = 0, cb_size = 0, bank_size = 0;
-	bool has_cb = false;
+	struct kattrs a = { 0 };
 	*ki = (struct kinfo){ 0 };
 	memset(s->seen, 0, sizeof(s->seen));
 	for (uint64_t pos = 0; pos < len;) {
@@ -99,10 +147,10 @@ static bool kernel_info(struct scan *s, const uint8_t *d, uint64_t len, struct k
 			return false;
 		if (fmt < EIFMT_SVAL) {
 			if (attr == EIATTR_CBANK_PARAM_SIZE) {
-				if (has_cb)
+				if (a.has_cb)
 					return false;
-				has_cb = true;
-				cb_size = val;
+				a.has_cb = true;
+				a.cb_size = val;
 			}
 			pos += 4;
 			continue;
@@ -111,42 +159,18 @@ static bool kernel_info(struct scan *s, const uint8_t *d, uint64_t len, struct k
 			return false;
 		const uint8_t *body = d + pos + 4;
 		if (attr == EIATTR_KPARAM_INFO || attr == EIATTR_KPARAM_INFO_V2) {
-			if (val != 12)
+			if (!param_record(s, attr, body, val, &a))
 				return false;
-			uint32_t ord = rd16(body + 4), off = rd16(body + 6), size = rd32(body + 8);
-			size = attr == EIATTR_KPARAM_INFO ? size >> 18 : size;
-			if (rd32(body) != 0 || ord >= CG_IMAGE_MAX_PARAMS || s->seen[ord] || size == 0 ||
-			    size > 1u << 20)
-				return false;
-			s->seen[ord] = 1;
-			s->off[ord] = off;
-			s->size[ord] = size;
-			max_ord = ord > max_ord ? ord : max_ord;
-			n++;
 		} else if (attr == EIATTR_PARAM_CBANK) {
 			if (val != 8 || ki->has_bank)
 				return false;
 			ki->has_bank = true;
 			ki->bank_off = rd16(body + 4);
-			bank_size = rd16(body + 6);
+			a.bank_size = rd16(body + 6);
 		}
 		pos += 4 + (uint64_t)val;
 	}
-	if (n && max_ord != n - 1)
-		return false;
-	uint32_t end = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (s->off[i] < end)
-			return false;
-		end = s->off[i] + s->size[i];
-	}
-	/* Parameters: both sizes say where they end. None: neither says there are any. */
-	if (n ? !has_cb || cb_size != end || !ki->has_bank || bank_size != end
-	      : (has_cb && cb_size != 0) || (ki->has_bank && bank_size != 0))
-		return false;
-	ki->n = n;
-	ki->end = end;
-	return true;
+	return params_agree(s, &a, ki);
 }
 
 struct elf {
@@ -179,66 +203,92 @@ static bool section_data(const struct elf *e, uint32_t i, uint64_t *off, uint64_
 	return *off <= e->size && *len <= e->size - *off;
 }
 
-static int scan_elf(struct scan *s, const uint8_t *p, uint64_t limit)
+/* The cubin's header and section table checked, and where it ends: the sections' end where the
+ * caller does not know its size (limit SIZE_MAX). false: not a cubin we understand. */
+static bool elf_open(struct elf *e, const uint8_t *p, uint64_t limit)
 {
 	static const uint8_t ident[] = { 0x7f, 'E', 'L', 'F', 2 /* 64-bit */, 1 /* little-endian */ };
 	if (limit < 64 || memcmp(p, ident, sizeof(ident)) != 0 || rd16(p + 18) != EM_CUDA)
-		return -1;
-	struct elf e = { .p = p, .shoff = rd64(p + 0x28), .shnum = rd16(p + 0x3c) };
+		return false;
+	*e = (struct elf){ .p = p, .shoff = rd64(p + 0x28), .shnum = rd16(p + 0x3c) };
 	uint32_t shstrndx = rd16(p + 0x3e);
-	if (rd16(p + 0x3a) != 64 || e.shnum == 0 || shstrndx >= e.shnum)
-		return -1;
+	if (rd16(p + 0x3a) != 64 || e->shnum == 0 || shstrndx >= e->shnum)
+		return false;
 	/* The section headers end the file as nvcc writes it; the image's size is no less. */
-	e.size = limit < MAX_IMAGE ? limit : MAX_IMAGE;
-	if (e.shoff > e.size || (uint64_t)e.shnum * 64 > e.size - e.shoff)
-		return -1;
+	e->size = limit < MAX_IMAGE ? limit : MAX_IMAGE;
+	if (e->shoff > e->size || (uint64_t)e->shnum * 64 > e->size - e->shoff)
+		return false;
 	if (limit == SIZE_MAX) {
-		uint64_t end = e.shoff + (uint64_t)e.shnum * 64;
-		for (uint32_t i = 0; i < e.shnum; i++) {
-			const uint8_t *h = section(&e, i);
+		uint64_t end = e->shoff + (uint64_t)e->shnum * 64;
+		for (uint32_t i = 0; i < e->shnum; i++) {
+			const uint8_t *h = section(e, i);
 			uint64_t off = rd64(h + 0x18), len = rd64(h + 0x20);
 			if (rd32(h + 4) == 8 /* SHT_NOBITS */)
 				continue;
 			if (off > MAX_IMAGE || len > MAX_IMAGE - off)
-				return -1;
+				return false;
 			end = off + len > end ? off + len : end;
 		}
-		e.size = end;
+		e->size = end;
 	}
-	if (!section_data(&e, shstrndx, &e.strtab, &e.strsize))
-		return -1;
-	/* Each kernel's constant bank 0 (.nv.constant0.<kernel>, linked to its code like its
-	 * attributes) is the bank's reserved start, the same for every kernel of the cubin, and
-	 * the parameters: its size confirms the parameters' end, also that there are none, where
-	 * a cut attribute section would look the same. */
-	uint32_t *bank0 = calloc(e.shnum, sizeof(*bank0)); /* code section -> its bank's + 1 */
+	return section_data(e, shstrndx, &e->strtab, &e->strsize);
+}
+
+/* Each kernel's constant bank 0 (.nv.constant0.<kernel>, linked to its code like its
+ * attributes) is the bank's reserved start, the same for every kernel of the cubin, and the
+ * parameters: its size confirms the parameters' end, also that there are none, where a cut
+ * attribute section would look the same. By code section: its bank's section + 1, else 0;
+ * NULL when out of memory. */
+static uint32_t *banks_of(const struct elf *e)
+{
+	uint32_t *bank0 = calloc(e->shnum, sizeof(*bank0));
 	if (!bank0)
-		return -1;
-	for (uint32_t i = 0; i < e.shnum; i++) {
-		const char *name = section_name(&e, i), *tname;
-		uint32_t text = rd32(section(&e, i) + 0x2c);
-		if (name && strncmp(name, ".nv.constant0.", 14) == 0 && text < e.shnum &&
-		    (tname = section_name(&e, text)) && strncmp(tname, ".text.", 6) == 0 &&
+		return NULL;
+	for (uint32_t i = 0; i < e->shnum; i++) {
+		const char *name = section_name(e, i), *tname;
+		uint32_t text = rd32(section(e, i) + 0x2c);
+		if (name && strncmp(name, ".nv.constant0.", 14) == 0 && text < e->shnum &&
+		    (tname = section_name(e, text)) && strncmp(tname, ".text.", 6) == 0 &&
 		    strcmp(tname + 6, name + 14) == 0)
 			bank0[text] = i + 1;
 	}
+	return bank0;
+}
+
+/* Attribute section i (.nv.info.<kernel>) read into ki, with its code section (`text`); false
+ * when it is none or not understood. */
+static bool kernel_section(struct scan *s, const struct elf *e, uint32_t i, uint32_t *text,
+                           struct kinfo *ki)
+{
+	const char *name = section_name(e, i);
+	const uint8_t *h = section(e, i);
+	if (!name || strncmp(name, ".nv.info.", 9) != 0 || !name[9] || rd32(h + 4) != SHT_CUDA_INFO)
+		return false;
+	/* The attributes belong to the code section sh_info names: .text.<the same kernel>. */
+	*text = rd32(h + 0x2c);
+	const char *tname = *text < e->shnum ? section_name(e, *text) : NULL;
+	uint64_t off, len;
+	return tname && strncmp(tname, ".text.", 6) == 0 && strcmp(tname + 6, name + 9) == 0 &&
+	       section_data(e, i, &off, &len) && kernel_info(s, e->p + off, len, ki);
+}
+
+static int scan_elf(struct scan *s, const uint8_t *p, uint64_t limit)
+{
+	struct elf e;
+	if (!elf_open(&e, p, limit))
+		return -1;
+	uint32_t *bank0 = banks_of(&e);
+	if (!bank0)
+		return -1;
 	int before = s->found;
 	enum { UNKNOWN = -1 };
 	int64_t base = UNKNOWN; /* the reserved start: where the smallest parameter banks begin */
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < e.shnum; i++) {
-			const char *name = section_name(&e, i);
-			const uint8_t *h = section(&e, i);
-			if (!name || strncmp(name, ".nv.info.", 9) != 0 || !name[9] ||
-			    rd32(h + 4) != SHT_CUDA_INFO)
-				continue;
-			/* The attributes belong to the code section sh_info names: .text.<the same kernel>. */
-			uint32_t text = rd32(h + 0x2c);
-			const char *tname = text < e.shnum ? section_name(&e, text) : NULL;
-			uint64_t off, len, boff, blen;
+			uint32_t text;
 			struct kinfo ki;
-			if (!tname || strncmp(tname, ".text.", 6) != 0 || strcmp(tname + 6, name + 9) != 0 ||
-			    !section_data(&e, i, &off, &len) || !kernel_info(s, p + off, len, &ki))
+			uint64_t boff, blen;
+			if (!kernel_section(s, &e, i, &text, &ki))
 				continue;
 			if (pass == 0) {
 				/* Kernels with large parameters (over 4 KiB) have them further up. */
@@ -250,7 +300,8 @@ static int scan_elf(struct scan *s, const uint8_t *p, uint64_t limit)
 			if (start < 0 || !bank0[text] || !section_data(&e, bank0[text] - 1, &boff, &blen) ||
 			    blen != (uint64_t)start + ki.end)
 				continue;
-			report(s, name + 9, strlen(name + 9), ki.n);
+			const char *name = section_name(&e, i) + 9;
+			report(s, name, strlen(name), ki.n);
 		}
 	}
 	free(bank0);

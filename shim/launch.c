@@ -54,9 +54,10 @@ static enum cg_verdict submit_marked(struct cg_sstate *s, const struct cg_op *op
 }
 
 /* Gives the op to the engine. true: the engine took it (deferred or launched in a graph).
- * false: the caller forwards the original call, then calls release(s) — the stream lock is held
- * meanwhile so the forward stays in order with anything the flusher does. */
-static bool take(struct cg_sstate *s, const struct cg_op *op)
+ * false: it passed it, and the stream lock stays held (hence the name) while the caller forwards
+ * the original call, so that the forward stays in order with anything the flusher does; release
+ * unlocks. */
+static bool take_or_lock(struct cg_sstate *s, const struct cg_op *op)
 {
 	cg_stream_order(s);
 	pthread_mutex_lock(&s->lock);
@@ -78,6 +79,7 @@ static bool take(struct cg_sstate *s, const struct cg_op *op)
 	return true;
 }
 
+/* After the forward of an op take_or_lock passed. */
 static void release(struct cg_sstate *s)
 {
 	cg_stream_sync_pending(s);
@@ -300,88 +302,132 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	return CG_R_NONE;
 }
 
-/* DEFERRABLE: the op may be given to the engine (cg_launch_deferrable); ACCEPTED: after the
- * driver accepted the forwarded call. Both may use s_, never NULL there. KEY: what profile mode
- * names the launch by (floor.h). */
-#define LAUNCH_BODY(entry, ptsz, h, FWD, DEFERRABLE, ACCEPTED, KEY)                             \
-	if (hands_off(ptsz && !h ? CU_STREAM_PER_THREAD : h)) {                                 \
-		cg_tl_forwarding++;                                                             \
-		CUresult r_ = FWD;                                                              \
-		cg_tl_forwarding--;                                                             \
-		return r_;                                                                      \
-	}                                                                                       \
-	cg_count(CG_COUNT_ENTRY + CG_E_##entry);                                               \
-	cg_tl_api = #entry;                                                                     \
-	/* exit work started: nothing more is deferred; the stream's deferred work goes first */ \
-	if (why == CG_R_NONE && atomic_load_explicit(&cg_shim.exiting, memory_order_relaxed))   \
-		why = CG_R_EXIT;                                                                \
-	struct cg_sstate *s_ = cg_stream_get(h, ptsz);                                          \
-	if (s_ && why == CG_R_NONE && !(DEFERRABLE))                                            \
-		why = CG_R_UNPROVEN_SHAPE;                                                      \
-	if (!s_ || why != CG_R_NONE) {                                                          \
-		why = why != CG_R_NONE ? why : CG_R_UNGRAPHABLE;                                \
-		cg_events_bypass(why);                                                          \
-		cg_boundary_stream(h, ptsz, why);                                               \
-		cg_tl_forwarding++;                                                             \
-		CUresult r_ = CG_FLOOR_TIMED(FWD, KEY);                                         \
-		cg_tl_forwarding--;                                                             \
-		if (why == CG_R_UNPROVEN_SHAPE)                                                 \
-			passed(s_, &op, r_ == CUDA_SUCCESS);                                    \
-		if (r_ == CUDA_SUCCESS && s_)                                                   \
-			ACCEPTED;                                                               \
-		return r_;                                                                      \
-	}                                                                                       \
-	if (take(s_, &op))                                                                      \
+/* --- the wrappers: each packs its op, then forwards the call or not by the route it takes --- */
+
+/* Where a launch goes (launch_route_or_lock). */
+enum launch_route {
+	LAUNCH_HANDS_OFF, /* forwarded as made, nothing counted (hands_off) */
+	LAUNCH_BOUNDARY,  /* not for the engine (`why`): a boundary on its stream, then forwarded */
+	LAUNCH_UNPROVEN,  /* a boundary, then forwarded, then counted by the engine (passed): a
+	                     kernel whose shape the driver has not accepted yet in this context */
+	LAUNCH_TAKEN,     /* the engine took it (deferred, or launched in a graph): success */
+	LAUNCH_IN_ORDER,  /* the engine passed it: forwarded under the stream lock (take_or_lock) */
+};
+
+/* One program launch on its way through its wrapper. */
+struct launch {
+	enum cg_entry entry;
+	bool ptsz;                   /* a _ptsz entry point: stream 0 is the per-thread stream */
+	CUstream h;                  /* the stream as the program passed it */
+	enum cg_reason why;          /* CG_R_NONE: the op may be given to the engine */
+	struct cg_launch_need *need; /* a kernel's shape, proven before the engine sees the op
+	                                (sig.h); NULL for a memop */
+	struct cg_sstate *s;         /* its stream's record once looked up; NULL: none */
+	uint64_t key;                /* what profile mode names the launch by (floor.h) */
+	struct cg_op op;
+};
+
+/* A kernel launch, and the bytes its op points to. */
+struct kernel_launch {
+	struct launch l;
+	struct cg_launch_need need;
+	struct cg_sig sig;
+	unsigned char buf[CG_ARGS_PARAMS + ARGS_INLINE];
+};
+
+static void launch_init(struct launch *l, enum cg_entry entry, bool ptsz, CUstream h)
+{
+	l->entry = entry;
+	l->ptsz = ptsz;
+	l->h = h;
+	l->why = CG_R_UNGRAPHABLE;
+	l->need = NULL;
+	l->s = NULL;
+}
+
+/* Either form of kernel launch (c: as cuLaunchKernelEx takes it; NULL is the driver's to
+ * refuse): its op, where the shim may touch the launch at all. */
+static void kernel_launch(struct kernel_launch *k, enum cg_entry entry, bool ptsz,
+                          const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+	launch_init(&k->l, entry, ptsz, c ? c->hStream : NULL);
+	k->l.key = (uintptr_t)f;
+	k->need = (struct cg_launch_need){ .layout = NULL };
+	k->l.need = &k->need;
+	cg_driver_init(); /* also when disabled: it finds the real entry point */
+	if (!c || cg_shim_passthrough() || !cg_driver_ready())
+		return;
+	const unsigned g[3] = { c->gridDimX, c->gridDimY, c->gridDimZ };
+	const unsigned b[3] = { c->blockDimX, c->blockDimY, c->blockDimZ };
+	k->l.why = kernel_op(&k->l.op, &k->sig, k->buf, &k->need, f, g, b, c->sharedMemBytes,
+	                     c->attrs, c->numAttrs, params, extra);
+}
+
+/* The launch's route. On LAUNCH_IN_ORDER it returns with the stream lock held (take_or_lock;
+ * launch_forwarded releases it). */
+static enum launch_route launch_route_or_lock(struct launch *l)
+{
+	if (hands_off(l->ptsz && !l->h ? CU_STREAM_PER_THREAD : l->h))
+		return LAUNCH_HANDS_OFF;
+	cg_count(CG_COUNT_ENTRY + l->entry);
+	cg_tls.api = cg_entry_name[l->entry];
+	/* exit work started: nothing more is deferred; the stream's deferred work goes first */
+	if (l->why == CG_R_NONE && atomic_load_explicit(&cg_shim.exiting, memory_order_relaxed))
+		l->why = CG_R_EXIT;
+	l->s = cg_stream_get(l->h, l->ptsz);
+	if (l->s && l->why == CG_R_NONE && l->need && !cg_launch_deferrable(l->need, l->s->ctx))
+		l->why = CG_R_UNPROVEN_SHAPE;
+	if (l->s && l->why == CG_R_NONE)
+		return take_or_lock(l->s, &l->op) ? LAUNCH_TAKEN : LAUNCH_IN_ORDER;
+	if (l->why == CG_R_NONE)
+		l->why = CG_R_UNGRAPHABLE;
+	cg_events_bypass(l->why);
+	cg_boundary_stream(l->h, l->ptsz, l->why);
+	return l->why == CG_R_UNPROVEN_SHAPE ? LAUNCH_UNPROVEN : LAUNCH_BOUNDARY;
+}
+
+/* After the forward on `route`, which the driver answered with r: an unproven launch is counted
+ * by the engine, a kernel's shape the driver accepted remembered, the stream lock released
+ * where the route held it. Returns r. */
+static CUresult launch_forwarded(struct launch *l, enum launch_route route, CUresult r)
+{
+	if (route == LAUNCH_HANDS_OFF || route == LAUNCH_TAKEN)
+		return r;
+	if (route == LAUNCH_UNPROVEN)
+		passed(l->s, &l->op, r == CUDA_SUCCESS);
+	if (r == CUDA_SUCCESS && l->s && l->need)
+		cg_launch_accepted(l->need, l->s->ctx);
+	if (route == LAUNCH_IN_ORDER)
+		release(l->s);
+	return r;
+}
+
+/* The end of every launch wrapper: the program's call as made (`call`) on the route its launch
+ * takes; timed in profile mode, unless hands off. */
+#define LAUNCH_FORWARD(l, call)                                                                 \
+	enum launch_route route_ = launch_route_or_lock(l);                                     \
+	if (route_ == LAUNCH_TAKEN)                                                             \
 		return CUDA_SUCCESS;                                                            \
-	cg_tl_forwarding++;                                                                     \
-	CUresult r_ = CG_FLOOR_TIMED(FWD, KEY);                                                 \
-	cg_tl_forwarding--;                                                                     \
-	if (r_ == CUDA_SUCCESS)                                                                 \
-		ACCEPTED;                                                                       \
-	release(s_);                                                                            \
-	return r_;
+	return launch_forwarded(l, route_, CG_FORWARDED(route_ == LAUNCH_HANDS_OFF ? (call) :    \
+	                                                CG_FLOOR_TIMED(call, (l)->key)));
 
 #define KERNEL_HOOK(entry, ptsz)                                                                \
 	CG_EXPORT CUresult entry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
 	                         unsigned by, unsigned bz, unsigned shmem, CUstream h,           \
 	                         void **params, void **extra)                                    \
 	{                                                                                       \
-		struct cg_op op;                                                                \
-		struct cg_sig sig;                                                              \
-		unsigned char buf[CG_ARGS_PARAMS + ARGS_INLINE];                                \
-		struct cg_launch_need need = { .layout = NULL };                                \
-		enum cg_reason why = CG_R_UNGRAPHABLE;                                          \
-		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
-		if (!cg_shim_passthrough() && cg_driver_ready()) {                              \
-			const unsigned g[3] = { gx, gy, gz }, b[3] = { bx, by, bz };            \
-			why = kernel_op(&op, &sig, buf, &need, f, g, b, shmem, NULL, 0, params, \
-			                extra);                                                 \
-		}                                                                               \
-		LAUNCH_BODY(entry, ptsz, h,                                                     \
-		            CG_REAL(entry)(f, gx, gy, gz, bx, by, bz, shmem, h, params, extra),  \
-		            cg_launch_deferrable(&need, s_->ctx), cg_launch_accepted(&need, s_->ctx), \
-		            (uintptr_t)f)                                                       \
+		const CUlaunchConfig c = { gx, gy, gz, bx, by, bz, shmem, h, NULL, 0 };         \
+		struct kernel_launch k;                                                         \
+		kernel_launch(&k, CG_E_##entry, ptsz, &c, f, params, extra);                    \
+		LAUNCH_FORWARD(&k.l, CG_REAL(entry)(f, gx, gy, gz, bx, by, bz, shmem, h, params, extra)) \
 	}
 
 #define KERNEL_EX_HOOK(entry, ptsz)                                                             \
 	CG_EXPORT CUresult entry(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) \
 	{                                                                                       \
-		struct cg_op op;                                                                \
-		struct cg_sig sig;                                                              \
-		unsigned char buf[CG_ARGS_PARAMS + ARGS_INLINE];                                \
-		struct cg_launch_need need = { .layout = NULL };                                \
-		enum cg_reason why = CG_R_UNGRAPHABLE;                                          \
-		CUstream h = c ? c->hStream : NULL;                                             \
-		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
-		if (c && !cg_shim_passthrough() && cg_driver_ready()) {                         \
-			const unsigned g[3] = { c->gridDimX, c->gridDimY, c->gridDimZ };        \
-			const unsigned b[3] = { c->blockDimX, c->blockDimY, c->blockDimZ };     \
-			why = kernel_op(&op, &sig, buf, &need, f, g, b, c->sharedMemBytes,      \
-			                c->attrs, c->numAttrs, params, extra);                   \
-		}                                                                               \
-		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(c, f, params, extra),                \
-		            cg_launch_deferrable(&need, s_->ctx), cg_launch_accepted(&need, s_->ctx), \
-		            (uintptr_t)f)                                                       \
+		struct kernel_launch k;                                                         \
+		kernel_launch(&k, CG_E_##entry, ptsz, c, f, params, extra);                     \
+		LAUNCH_FORWARD(&k.l, CG_REAL(entry)(c, f, params, extra))                       \
 	}
 
 KERNEL_HOOK(cuLaunchKernel, false)
@@ -415,9 +461,9 @@ static bool in_allocation(CUdeviceptr p, size_t bytes)
 	size_t size = 0;
 	if (!CG_REAL(cuMemGetAddressRange_v2))
 		return false;
-	cg_tl_internal++;
+	cg_tls.internal++;
 	CUresult r = CG_REAL(cuMemGetAddressRange_v2)(&base, &size, p);
-	cg_tl_internal--;
+	cg_tls.internal--;
 	return r == CUDA_SUCCESS && p >= base && bytes <= size - (p - base);
 }
 
@@ -439,16 +485,29 @@ static enum cg_reason memop_checked(enum cg_kind kind, CUdeviceptr dst, uint64_t
 	return CG_R_NONE;
 }
 
+/* A memset or device copy, and the bytes its op points to. */
+struct mem_launch {
+	struct launch l;
+	struct cg_sig sig;
+	uint64_t args[CG_MEMOP_ARGS];
+};
+
+static void mem_launch(struct mem_launch *m, enum cg_entry entry, bool ptsz, CUstream h,
+                       enum cg_kind kind, CUdeviceptr dst, uint64_t v, size_t n)
+{
+	launch_init(&m->l, entry, ptsz, h);
+	cg_driver_init(); /* also when disabled: it finds the real entry point */
+	m->l.why = memop_checked(kind, dst, v, n);
+	mem_op(&m->l.op, &m->sig, m->args, kind, dst, v, n);
+	m->l.key = m->l.op.hash;
+}
+
 #define MEM_HOOK(entry, ptsz, kind, T2)                                                         \
 	CG_EXPORT CUresult entry(CUdeviceptr dst, T2 v, size_t n, CUstream h)                   \
 	{                                                                                       \
-		struct cg_op op;                                                                \
-		struct cg_sig sig;                                                              \
-		uint64_t args[CG_MEMOP_ARGS];                                                   \
-		cg_driver_init(); /* also when disabled: it finds the real entry point */       \
-		enum cg_reason why = memop_checked(kind, dst, (uint64_t)v, n);                  \
-		mem_op(&op, &sig, args, kind, dst, (uint64_t)v, n);                             \
-		LAUNCH_BODY(entry, ptsz, h, CG_REAL(entry)(dst, v, n, h), true, (void)0, op.hash) \
+		struct mem_launch m;                                                            \
+		mem_launch(&m, CG_E_##entry, ptsz, h, kind, dst, (uint64_t)v, n);               \
+		LAUNCH_FORWARD(&m.l, CG_REAL(entry)(dst, v, n, h))                              \
 	}
 
 MEM_HOOK(cuMemsetD8Async, false, CG_K_MEMSET8, unsigned char)

@@ -194,38 +194,42 @@ static void find_gaps(struct cg_layout *l, struct cg_layout_gap *gaps)
 	l->gaps = gaps;
 }
 
-/* Called with the lock held: its 8 KiB of scratch are shared, not per thread. */
-static const struct cg_layout *ask_driver(CUfunction f)
+/* The parameters of f (off, size): their count, or -1 when the driver cannot say; and whether
+ * f is a CUkernel. Preferred: the driver's count; then the count the loaded image states; then
+ * the probe. Lock held. */
+static int params_of(CUfunction f, bool *as_kernel, uint32_t *off, uint32_t *size)
 {
-	static uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
-	bool known = false; /* n came from the image, confirmed */
-	if (!cg_real[CG_E_cuFuncGetParamInfo] || !cg_real[CG_E_cuKernelGetParamInfo])
-		return &unknown_layout;
 	if (!counts_resolved) {
 		func_count = (param_count_fn)cg_driver_sym("cuFuncGetParamCount");
 		kernel_count = (param_count_fn)cg_driver_sym("cuKernelGetParamCount");
 		counts_resolved = cg_driver_ready();
 	}
-	bool as_kernel = is_kernel_locked(f);
-	/* Preferred: the driver's count; then the count the loaded image states; then the probe. */
+	*as_kernel = is_kernel_locked(f);
+	bool known = false; /* n came from the image, confirmed */
 	int n = -1;
 	if (!func_count || !kernel_count)
-		n = from_image(f, &as_kernel, off, size);
+		n = from_image(f, as_kernel, off, size);
 	if (n < 0)
-		n = query(f, as_kernel, off, size, MAX_PARAMS);
+		n = query(f, *as_kernel, off, size, MAX_PARAMS);
 	else
 		known = true;
-	if (!known && (n < 0 || (n == 0 && !(as_kernel ? kernel_count : func_count)))) {
+	if (!known && (n < 0 || (n == 0 && !(*as_kernel ? kernel_count : func_count)))) {
 		/* A handle of the other kind (one we did not see handed out), or, probed, perhaps
 		 * really no parameters: the other kind's query decides. */
-		int k = query(f, !as_kernel, off, size, MAX_PARAMS);
+		int k = query(f, !*as_kernel, off, size, MAX_PARAMS);
 		if (k > 0 || (k == 0 && n < 0)) {
 			n = k;
-			as_kernel = !as_kernel;
+			*as_kernel = !*as_kernel;
 		}
 	}
-	if (n < 0)
-		return &unknown_layout;
+	return n;
+}
+
+/* The layout of f's n parameters, named, hashed and put on the list of every layout; or
+ * &cg_layout_no_memory. Lock held. */
+static const struct cg_layout *layout_new(CUfunction f, bool as_kernel, const uint32_t *off,
+                                          const uint32_t *size, int n)
+{
 	/* At most one gap before each parameter (in offset order). */
 	struct cg_layout *l = malloc(sizeof(*l) + (size_t)n * (sizeof(l->p[0]) + sizeof(l->gaps[0])));
 	if (!l)
@@ -260,21 +264,29 @@ static const struct cg_layout *ask_driver(CUfunction f)
 	return l;
 }
 
-/* This thread's latest answer: loops launch the same kernel again and again. Keyed by the table
- * too (a table is never freed, so a new one never has an old one's address): a reset forgets it. */
-static _Thread_local struct {
-	const struct table *t;
-	CUfunction f;
-	const struct cg_layout *l;
-} last;
+/* Called with the lock held: its 8 KiB of scratch are shared, not per thread. */
+static const struct cg_layout *ask_driver(CUfunction f)
+{
+	static uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
+	if (!cg_real[CG_E_cuFuncGetParamInfo] || !cg_real[CG_E_cuKernelGetParamInfo])
+		return &unknown_layout;
+	bool as_kernel;
+	int n = params_of(f, &as_kernel, off, size);
+	if (n < 0)
+		return &unknown_layout;
+	return layout_new(f, as_kernel, off, size, n);
+}
 
+/* This thread's latest answer (cg_tls.layout): loops launch the same kernel again and again.
+ * Keyed by the table too (a table is never freed, so a new one never has an old one's address):
+ * a reset forgets it. */
 static __attribute__((noinline)) const struct cg_layout *layout_find(struct table *t, CUfunction f);
 
 const struct cg_layout *cg_layout_of(CUfunction f)
 {
 	struct table *t = atomic_load_explicit(&current, memory_order_acquire);
-	if (t && t == last.t && f == last.f)
-		return last.l;
+	if (t && t == cg_tls.layout.table && f == cg_tls.layout.f)
+		return cg_tls.layout.layout;
 	return layout_find(t, f);
 }
 
@@ -283,9 +295,9 @@ static const struct cg_layout *layout_find(struct table *t, CUfunction f)
 	const struct cg_layout *l = t ? lookup(t, f) : NULL;
 	if (l) {
 		l = l == &unknown_layout ? NULL : l;
-		last.t = t;
-		last.f = f;
-		last.l = l;
+		cg_tls.layout.table = t;
+		cg_tls.layout.f = f;
+		cg_tls.layout.layout = l;
 		return l;
 	}
 
@@ -297,9 +309,9 @@ static const struct cg_layout *layout_find(struct table *t, CUfunction f)
 	}
 	l = t ? lookup(t, f) : &cg_layout_no_memory;
 	if (!l) {
-		cg_tl_internal++;
+		cg_tls.internal++;
 		l = ask_driver(f);
-		cg_tl_internal--;
+		cg_tls.internal--;
 		for (size_t i = slot_of(f), n = 0; l != &cg_layout_no_memory && n < SLOTS / 2;
 		     i = (i + 1) & (SLOTS - 1), n++) {
 			if (!atomic_load_explicit(&t->slot[i].key, memory_order_relaxed)) {

@@ -30,10 +30,15 @@ static bool recording(void)
 	return !c;
 }
 
-static void count(enum cg_entry e)
+/* The driver has entry point e (it is then counted, unless the call passes through). */
+static bool found(enum cg_entry e)
 {
+	cg_driver_init();
+	if (!cg_real[e])
+		return false;
 	if (!cg_shim_passthrough())
 		cg_count(CG_COUNT_ENTRY + e);
+	return true;
 }
 
 /* The current device's architecture as fat binaries number it (90: sm_90), or 0 (no current
@@ -87,15 +92,10 @@ static CUresult loaded_file(const char *entry, CUresult r, const void *handle, c
 	return r;
 }
 
-#define REAL_OR_MISSING(n)                                                                      \
-	cg_driver_init();                                                                       \
-	if (!cg_real[CG_E_##n])                                                                 \
-		return CUDA_ERROR_NOT_FOUND;                                                    \
-	count(CG_E_##n)
-
 CG_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
-	REAL_OR_MISSING(cuModuleLoadData);
+	if (!found(CG_E_cuModuleLoadData))
+		return CUDA_ERROR_NOT_FOUND;
 	CUresult r = CG_REAL(cuModuleLoadData)(module, image);
 	return loaded("cuModuleLoadData", r, r == CUDA_SUCCESS && module ? *module : NULL, image);
 }
@@ -103,14 +103,16 @@ CG_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 CG_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
                                       CUjit_option *options, void **optionValues)
 {
-	REAL_OR_MISSING(cuModuleLoadDataEx);
+	if (!found(CG_E_cuModuleLoadDataEx))
+		return CUDA_ERROR_NOT_FOUND;
 	CUresult r = CG_REAL(cuModuleLoadDataEx)(module, image, numOptions, options, optionValues);
 	return loaded("cuModuleLoadDataEx", r, r == CUDA_SUCCESS && module ? *module : NULL, image);
 }
 
 CG_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 {
-	REAL_OR_MISSING(cuModuleLoadFatBinary);
+	if (!found(CG_E_cuModuleLoadFatBinary))
+		return CUDA_ERROR_NOT_FOUND;
 	CUresult r = CG_REAL(cuModuleLoadFatBinary)(module, fatCubin);
 	return loaded("cuModuleLoadFatBinary", r, r == CUDA_SUCCESS && module ? *module : NULL, fatCubin);
 }
@@ -120,7 +122,8 @@ CG_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit
                                      CUlibraryOption *libraryOptions, void **libraryOptionValues,
                                      unsigned int numLibraryOptions)
 {
-	REAL_OR_MISSING(cuLibraryLoadData);
+	if (!found(CG_E_cuLibraryLoadData))
+		return CUDA_ERROR_NOT_FOUND;
 	CUresult r = CG_REAL(cuLibraryLoadData)(library, code, jitOptions, jitOptionsValues, numJitOptions,
 	                                        libraryOptions, libraryOptionValues, numLibraryOptions);
 	return loaded("cuLibraryLoadData", r, r == CUDA_SUCCESS && library ? *library : NULL, code);
@@ -128,7 +131,8 @@ CG_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit
 
 CG_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 {
-	REAL_OR_MISSING(cuModuleLoad);
+	if (!found(CG_E_cuModuleLoad))
+		return CUDA_ERROR_NOT_FOUND;
 	CUresult r = CG_REAL(cuModuleLoad)(module, fname);
 	return loaded_file("cuModuleLoad", r, r == CUDA_SUCCESS && module ? *module : NULL, fname);
 }
@@ -138,7 +142,8 @@ CG_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileNam
                                          CUlibraryOption *libraryOptions, void **libraryOptionValues,
                                          unsigned int numLibraryOptions)
 {
-	REAL_OR_MISSING(cuLibraryLoadFromFile);
+	if (!found(CG_E_cuLibraryLoadFromFile))
+		return CUDA_ERROR_NOT_FOUND;
 	CUresult r = CG_REAL(cuLibraryLoadFromFile)(library, fileName, jitOptions, jitOptionsValues, numJitOptions,
 	                                            libraryOptions, libraryOptionValues, numLibraryOptions);
 	return loaded_file("cuLibraryLoadFromFile", r, r == CUDA_SUCCESS && library ? *library : NULL, fileName);

@@ -1,5 +1,5 @@
 /* NCCL in the default scope: the wrappers generated from nccl.def submit the pending work a
- * collective or communicator call could observe, then run NCCL with cg_tl_internal raised so that
+ * collective or communicator call could observe, then run NCCL with cg_tls.internal raised so that
  * the kernels and driver calls NCCL makes inside pass through untouched. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -80,61 +80,87 @@ static ncclResult_t missing(enum cg_nccl_entry e)
 /* A group's collectives are launched by its outermost ncclGroupEnd, so that is where their
  * streams' pending work must be submitted: work the program submits between a collective and
  * the group's end runs before NCCL's kernels. Groups are per thread in NCCL too. */
-#define GROUP_STREAMS 8
-static _Thread_local struct {
-	int depth;
-	int n; /* streams in s[]; GROUP_STREAMS + 1: more than fit, submit every stream */
-	CUstream s[GROUP_STREAMS];
-} tl_group;
+#define GROUP_STREAMS CG_TLS_GROUP_STREAMS /* this thread's group: cg_tls.nccl_group (shim.h) */
 
 static void group_add(CUstream h)
 {
-	for (int i = 0; i < tl_group.n && i < GROUP_STREAMS; i++)
-		if (tl_group.s[i] == h)
+	__typeof__(cg_tls.nccl_group) *g = &cg_tls.nccl_group;
+	for (int i = 0; i < g->n && i < GROUP_STREAMS; i++)
+		if (g->s[i] == h)
 			return;
-	if (tl_group.n < GROUP_STREAMS)
-		tl_group.s[tl_group.n++] = h;
+	if (g->n < GROUP_STREAMS)
+		g->s[g->n++] = h;
 	else
-		tl_group.n = GROUP_STREAMS + 1;
+		g->n = GROUP_STREAMS + 1;
 }
 
 static void group_submit(void)
 {
-	if (tl_group.n > GROUP_STREAMS)
+	__typeof__(cg_tls.nccl_group) *g = &cg_tls.nccl_group;
+	if (g->n > GROUP_STREAMS)
 		cg_boundary_all(CG_R_COLLECTIVE);
 	else
-		for (int i = 0; i < tl_group.n; i++)
-			cg_boundary_stream(tl_group.s[i], false, CG_R_COLLECTIVE);
-	tl_group.n = 0;
+		for (int i = 0; i < g->n; i++)
+			cg_boundary_stream(g->s[i], false, CG_R_COLLECTIVE);
+	g->n = 0;
 }
 
-/* Before the real call. false: forward only (disabled, nested in NCCL or the shim, no driver).
- * true: counted, and the pending work the call may observe has been submitted. */
-static bool enter(enum cg_nccl_entry e, enum kind k, CUstream stream)
+/* Where an NCCL call goes (nccl_route). */
+enum nccl_route {
+	NCCL_MISSING,  /* no libnccl in the process defines it */
+	NCCL_FORWARD,  /* forwarded as made: disabled, nested in NCCL or the shim, no driver */
+	NCCL_INTERNAL, /* counted, and the pending work it may observe submitted: NCCL runs with
+	                  cg_tls.internal raised, so that what it launches inside passes through */
+};
+
+/* Before the real call: the pending work the call may observe is submitted, as its kind says. */
+static void submit_before(enum cg_nccl_entry e, enum kind k, CUstream stream)
 {
-	cg_driver_init();
-	if (cg_shim_passthrough() || !cg_driver_ready())
-		return false;
-	atomic_fetch_add_explicit(&calls[e], 1, memory_order_relaxed);
 	switch (k) {
 	case K_COLLECTIVE:
 		/* Always at the call: NCCL enqueues a one-rank collective right here, even inside a
 		 * group (ncclLaunchOneRank); the group end submits what was launched after it. */
 		cg_boundary_stream(stream, false, CG_R_COLLECTIVE);
-		if (tl_group.depth > 0)
+		if (cg_tls.nccl_group.depth > 0)
 			group_add(stream);
 		break;
 	case K_GROUP:
 		if (e == CG_N_ncclGroupStart)
-			tl_group.depth++;
-		else if (tl_group.depth > 0 && --tl_group.depth == 0)
+			cg_tls.nccl_group.depth++;
+		else if (cg_tls.nccl_group.depth > 0 && --cg_tls.nccl_group.depth == 0)
 			group_submit();
 		break;
 	case K_COMM:
 		cg_boundary_all(CG_R_COLLECTIVE);
 		break;
 	}
-	return true;
+}
+
+/* Calls that end a communicator: its graphs and vote communicator go first. */
+static bool comm_ends(enum cg_nccl_entry e)
+{
+	return e == CG_N_ncclCommFinalize || e == CG_N_ncclCommDestroy || e == CG_N_ncclCommAbort ||
+	       e == CG_N_ncclCommRevoke;
+}
+
+/* The call's route, with all that comes before the real call done. `found`: libnccl defines
+ * it; `comm` matters to calls that end a communicator only. */
+static enum nccl_route nccl_route(enum cg_nccl_entry e, enum kind k, bool found, CUstream stream,
+                                  ncclComm_t comm)
+{
+	if (!found)
+		return NCCL_MISSING;
+	cg_driver_init();
+	if (cg_shim_passthrough() || !cg_driver_ready())
+		return NCCL_FORWARD;
+	atomic_fetch_add_explicit(&calls[e], 1, memory_order_relaxed);
+	submit_before(e, k, stream);
+	if (comm_ends(e)) { /* its graphs and vote communicator go first (NCCL calls: internal) */
+		cg_tls.internal++;
+		cg_coll_comm_gone(comm);
+		cg_tls.internal--;
+	}
+	return NCCL_INTERNAL;
 }
 
 /* --- the collectives scope (collgraph.h): what the vote needs from libnccl ------------------ */
@@ -163,17 +189,15 @@ static const struct cg_vote_nccl *vote_nccl(void)
  * launched together at its end and are the same on every rank by NCCL's rules. */
 static bool coll_scoped(void)
 {
-	return tl_group.depth == 0 && cg_opt_scope()->collectives;
+	return cg_tls.nccl_group.depth == 0 && cg_opt_scope()->collectives;
 }
 
-/* Calls that end a communicator: its graphs and vote communicator go first. */
-static bool comm_ends(enum cg_nccl_entry e)
-{
-	return e == CG_N_ncclCommFinalize || e == CG_N_ncclCommDestroy || e == CG_N_ncclCommAbort ||
-	       e == CG_N_ncclCommRevoke;
-}
+/* NCCL's real call `call` with cg_tls.internal raised: what it launches inside passes through. */
+#define CG_INTERNAL(call)                                                                       \
+	({ cg_tls.internal++; ncclResult_t in_r_ = (call); cg_tls.internal--; in_r_; })
 
-/* The key words of a collective: every argument but the last (its stream), as integers. */
+/* The key words of a collective: every argument but the last (its stream), as integers; and
+ * its arguments with another stream in the last place. */
 #define CG_W(x) (uint64_t)(uintptr_t)(x)
 #define CG_NARGS(...) CG_NARGS_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define CG_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, n, ...) n
@@ -184,62 +208,71 @@ static bool comm_ends(enum cg_nccl_entry e)
 #define CG_WORDS_7(a, b, c, d, e, f, s) CG_W(a), CG_W(b), CG_W(c), CG_W(d), CG_W(e), CG_W(f)
 #define CG_WORDS_8(a, b, c, d, e, f, g, s) \
 	CG_W(a), CG_W(b), CG_W(c), CG_W(d), CG_W(e), CG_W(f), CG_W(g)
+#define CG_ON(on, ...) CG_CAT(CG_ON_, CG_NARGS(__VA_ARGS__))(on, __VA_ARGS__)
+#define CG_ON_6(on, a, b, c, d, e, s) (a, b, c, d, e, on)
+#define CG_ON_7(on, a, b, c, d, e, f, s) (a, b, c, d, e, f, on)
+#define CG_ON_8(on, a, b, c, d, e, f, g, s) (a, b, c, d, e, f, g, on)
+#define CG_ARGS(...) __VA_ARGS__
 #define CG_FIRST(a, ...) a
 
-/* The body of each kind of wrapper, after the pass-through checks; real_ is libnccl's. */
-#define CG_BODY_GROUP(n, args, stream)                                                          \
-	cg_tl_internal++;                                                                       \
-	ncclResult_t r_ = real_ args;                                                           \
-	cg_tl_internal--;                                                                       \
-	return r_;
-#define CG_BODY_COMM(n, args, stream)                                                           \
-	cg_tl_internal++;                                                                       \
-	if (comm_ends(CG_N_##n))                                                                \
-		cg_coll_comm_gone((ncclComm_t)(CG_FIRST args));                                 \
-	ncclResult_t r_ = real_ args;                                                           \
-	cg_tl_internal--;                                                                       \
-	return r_;
-/* A collective in the scope votes; on agreement it is replayed from its graph (DONE), or
- * captured now on a private stream with the same arguments and then replayed. */
-#define CG_BODY_COLLECTIVE(n, args, stream)                                                     \
-	cg_tl_internal++;                                                                       \
-	if (coll_scoped()) {                                                                    \
-		const uint64_t w_[] = { CG_WORDS args };                                        \
-		_Static_assert(sizeof(w_) / sizeof(w_[0]) <= CG_COLL_WORDS, #n ": too many words"); \
-		struct cg_coll_call c_ = { .entry = CG_N_##n, .api = #n, .comm = comm,          \
-		                           .stream = (CUstream)(stream),                        \
-		                           .nw = (int)(sizeof(w_) / sizeof(w_[0])) };           \
-		memcpy(c_.w, w_, sizeof(w_));                                                   \
-		enum cg_coll_act a_ = cg_coll_begin(&c_, vote_nccl());                          \
-		if (a_ == CG_COLL_CAPTURE) {                                                    \
-			cudaStream_t program_stream_ = stream;                                  \
-			stream = (cudaStream_t)c_.capture;                                      \
-			ncclResult_t captured_ = real_ args;                                    \
-			stream = program_stream_;                                               \
-			a_ = cg_coll_captured(&c_, captured_);                                  \
-		}                                                                               \
-		if (a_ == CG_COLL_DONE) {                                                       \
-			cg_tl_internal--;                                                       \
-			return ncclSuccess;                                                     \
-		}                                                                               \
-	}                                                                                       \
-	ncclResult_t r_ = real_ args;                                                           \
-	cg_tl_internal--;                                                                       \
-	return r_;
+/* In the collectives scope, outside a group: c, filled from the call, and its vote (collgraph.h;
+ * CG_COLL_CAPTURE returns with its communicator's record locked until cg_coll_captured). */
+static enum cg_coll_act coll_begin_or_lock(struct cg_coll_call *c, enum cg_nccl_entry e,
+                                           ncclComm_t comm, CUstream stream, const uint64_t *w,
+                                           size_t nw)
+{
+	if (!coll_scoped())
+		return CG_COLL_EAGER;
+	*c = (struct cg_coll_call){ .entry = e, .api = entry_name[e], .comm = comm, .stream = stream,
+	                            .nw = (int)nw };
+	memcpy(c->w, w, nw * sizeof(*w));
+	return cg_coll_begin_or_lock(c, vote_nccl());
+}
 
+/* Each wrapper's prototype checked against nccl.h, and declared (nccl.h leaves ncclGroupStart
+ * and ncclGroupEnd unprototyped); a collective's words fit the key. */
 #define CG_NCCL_PURE(n) _Static_assert(sizeof(&n) != 0, #n " is not declared in nccl.h");
 #define CG_NCCL(n, kind, params, args, stream)                                                  \
 	_Static_assert(__builtin_types_compatible_p(__typeof__(&n), ncclResult_t(*) params),   \
 	               #n " does not match its nccl.h prototype");                              \
-	ncclResult_t n params; /* nccl.h leaves ncclGroupStart/End unprototyped */              \
+	_Static_assert(K_##kind != K_COLLECTIVE || CG_NARGS args - 1 <= CG_COLL_WORDS,         \
+	               #n ": too many words");                                                  \
+	ncclResult_t n params;
+#include "nccl.def"
+#undef CG_NCCL
+#undef CG_NCCL_PURE
+
+/* What NCCL runs, cg_tls.internal raised around it (the wrapper's last step). Group and
+ * communicator calls: the call as made. A collective in the scope votes (coll_begin_or_lock):
+ * on agreement it is replayed from its graph (DONE: NCCL is not called), or captured first on
+ * a private stream with the same arguments; otherwise it runs as made. */
+#define CG_RUN_GROUP(n, real_, args, stream) real_ args
+#define CG_RUN_COMM(n, real_, args, stream) real_ args
+#define CG_RUN_COLLECTIVE(n, real_, args, stream)                                               \
+	({                                                                                      \
+		const uint64_t w_[] = { CG_WORDS args };                                        \
+		struct cg_coll_call c_;                                                         \
+		enum cg_coll_act a_ = coll_begin_or_lock(&c_, CG_N_##n, comm, stream, w_,       \
+		                                         sizeof(w_) / sizeof(w_[0]));           \
+		if (a_ == CG_COLL_CAPTURE) /* NCCL runs on the capture stream */                \
+			a_ = cg_coll_captured(&c_, real_ CG_ON(c_.capture, CG_ARGS args));       \
+		a_ == CG_COLL_DONE ? ncclSuccess : real_ args;                                  \
+	})
+/* The communicator a call may end (comm_ends), else NULL. */
+#define CG_COMM_GROUP(...) NULL
+#define CG_COMM_COMM(...) ((ncclComm_t)(CG_FIRST(__VA_ARGS__)))
+#define CG_COMM_COLLECTIVE(...) NULL
+
+#define CG_NCCL_PURE(n)
+#define CG_NCCL(n, kind, params, args, stream)                                                  \
 	CG_EXPORT ncclResult_t n params                                                         \
 	{                                                                                       \
 		ncclResult_t(*real_) params = (ncclResult_t(*) params)find_real(CG_N_##n);      \
-		if (!real_)                                                                     \
-			return missing(CG_N_##n);                                               \
-		if (!enter(CG_N_##n, K_##kind, (CUstream)(stream)))                             \
-			return real_ args;                                                      \
-		CG_BODY_##kind(n, args, stream)                                                 \
+		switch (nccl_route(CG_N_##n, K_##kind, real_ != NULL, stream, CG_COMM_##kind args)) { \
+		case NCCL_MISSING: return missing(CG_N_##n);                                    \
+		case NCCL_FORWARD: return real_ args;                                           \
+		default: return CG_INTERNAL(CG_RUN_##kind(n, real_, args, stream)); /* INTERNAL */ \
+		}                                                                               \
 	}
 #include "nccl.def"
 #undef CG_NCCL

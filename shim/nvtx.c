@@ -24,9 +24,9 @@ static pthread_once_t domain_once = PTHREAD_ONCE_INIT;
 static void domain_create(void)
 {
 	/* A tool's injection library may call the driver while it starts: not the program's. */
-	cg_tl_internal++;
+	cg_tls.internal++;
 	domain = nvtxDomainCreateA("cugraft");
-	cg_tl_internal--;
+	cg_tls.internal--;
 }
 
 void cg_nvtx_start(void)
@@ -74,19 +74,19 @@ static void emit(bool push, uint32_t color, const char *fmt, ...)
 	va_end(ap);
 	nvtxEventAttributes_t a;
 	attrs(&a, color, name);
-	cg_tl_internal++;
+	cg_tls.internal++;
 	if (push)
 		nvtxDomainRangePushEx(domain, &a);
 	else
 		nvtxDomainMarkEx(domain, &a);
-	cg_tl_internal--;
+	cg_tls.internal--;
 }
 
 static void pop(void)
 {
-	cg_tl_internal++;
+	cg_tls.internal++;
 	nvtxDomainRangePop(domain);
-	cg_tl_internal--;
+	cg_tls.internal--;
 }
 
 /* ---- ops run eagerly, by reason ---------------------------------------------------------- */
@@ -112,18 +112,12 @@ static void tally(void)
 	pthread_mutex_unlock(&tally_lock);
 }
 
-/* This thread's engine call: whether it pushed a flush range, and the ops the backend submitted
- * eagerly in it. */
-static _Thread_local struct {
-	bool range;
-	uint32_t eager;
-	uint64_t built;            /* the content of the graph being built (GRAPH_BUILT names it) */
-} tl;
-
+/* This thread's engine call (cg_tls.nvtx): whether it pushed a flush range, and the ops the
+ * backend submitted eagerly in it; the content of the graph being built (GRAPH_BUILT names it). */
 void cg_nvtx_flush_begin(enum cg_reason why, bool range)
 {
-	tl.range = range;
-	tl.eager = 0;
+	cg_tls.nvtx.range = range;
+	cg_tls.nvtx.eager = 0;
 	if (range)
 		emit(true, COLOR_FLUSH, "flush %s", cg_reason_name(why));
 }
@@ -131,20 +125,20 @@ void cg_nvtx_flush_begin(enum cg_reason why, bool range)
 void cg_nvtx_flush_end(void)
 {
 	tally();
-	if (tl.range)
+	if (cg_tls.nvtx.range)
 		pop();
-	tl.range = false;
+	cg_tls.nvtx.range = false;
 }
 
 void cg_nvtx_submit_begin(void)
 {
-	tl.eager = 0;
+	cg_tls.nvtx.eager = 0;
 }
 
 void cg_nvtx_submit_end(bool passed)
 {
 	/* (the counters move only where an op passed or ran eagerly: a replayed op costs nothing) */
-	if (passed || tl.eager)
+	if (passed || cg_tls.nvtx.eager)
 		tally();
 }
 
@@ -155,7 +149,7 @@ void cg_nvtx_bypass(enum cg_reason why)
 
 void cg_nvtx_eager(uint32_t n)
 {
-	tl.eager += n;
+	cg_tls.nvtx.eager += n;
 }
 
 /* ---- chunk keys by graph content --------------------------------------------------------- */
@@ -204,7 +198,7 @@ uint64_t cg_nvtx_build_begin(const struct cg_op *ops, uint32_t n)
 	for (uint32_t i = 0; i < n; i++)
 		c = (c ^ ops[i].hash) * 0xff51afd7ed558ccdull + i;
 	c |= 1;   /* never 0: 0 marks a free slot */
-	tl.built = c;
+	cg_tls.nvtx.built = c;
 	emit(true, COLOR_LEARN, "learn build ops=%u", n);
 	return c;
 }
@@ -238,13 +232,13 @@ void cg_nvtx_event(const struct cg_event *ev)
 		break;
 	case CG_EV_GRAPH_BUILT:
 		/* right after the build of its first graph, on this thread */
-		if (tl.built)
-			key_note(tl.built, ev->chunk_key);
-		tl.built = 0;
+		if (cg_tls.nvtx.built)
+			key_note(cg_tls.nvtx.built, ev->chunk_key);
+		cg_tls.nvtx.built = 0;
 		emit(false, COLOR_LEARN, "graph built chunk=0x%llx ops=%u", key, ev->chunk_ops);
 		break;
 	case CG_EV_BUILD_FAILED:
-		tl.built = 0;
+		cg_tls.nvtx.built = 0;
 		emit(false, COLOR_MARK, "graph failed chunk=0x%llx ops=%u %s", key, ev->chunk_ops,
 		     ev->detail ? ev->detail : "");
 		break;

@@ -21,22 +21,59 @@ struct cg_shim {
 	struct cg_engine *engine;
 	uint32_t max_defer_us;
 	bool record_only;
-	bool auditing;             /* CUGRAFT_AUDIT: forwarded calls mark themselves (cg_tl_forwarding) */
+	bool auditing;             /* CUGRAFT_AUDIT: forwarded calls mark themselves (cg_tls.forwarding) */
 	atomic_int deferred_error; /* a CUresult: the eager submission of work the program had been
 	                              told was submitted failed; the next synchronising call says so */
 };
 extern struct cg_shim cg_shim;
 
-/* This thread's state, all of it (shim.c defines it):
- * Depth of shim-internal driver calls (backend) and NCCL calls on this thread: launches made
- * there are not the program's and pass through untouched. */
-extern _Thread_local int cg_tl_internal;
-/* The entry point the program is in on this thread (for the report's fallback events). */
-extern _Thread_local const char *cg_tl_api;
-/* Set while a shim wrapper (or the backend) forwards to the driver on this thread (audit.h). */
-extern _Thread_local int cg_tl_forwarding;
-/* Set by a default-deny trampoline for the one driver call it is about to make (audit.h). */
-extern _Thread_local int cg_tl_deny_armed;
+/* This thread's state, all of it, in one block (shim.c defines it), as uftrace keeps its
+ * mcount_thread_data. Zero in a new thread; a fork() child keeps the forking thread's. In the
+ * static TLS block (initial-exec, also where a file is built without -ftls-model): each access is
+ * one load off the thread pointer, never __tls_get_addr, which may allocate and is a good part of
+ * a forwarded call's cost. Each part names the one file that writes it; the base knows no driver
+ * type nor any type of a layer above it, so their handles are untyped pointers here, typed by
+ * that file. (The log's re-entry guard stays in log.c: the support library is also linked by the
+ * `cugraft` command and unit tests, which have no shim.) */
+#define CG_TLS_STREAM_WAYS 8  /* stream.c: streams this thread looked up last */
+#define CG_TLS_GROUP_STREAMS 8 /* nccl_hooks.c: streams of collectives in an open NCCL group */
+struct cg_tls {
+	/* Depth of shim-internal driver calls (backend) and NCCL calls: launches made there are
+	 * not the program's and pass through untouched. */
+	int internal;
+	/* Set while a shim wrapper (or the backend) forwards to the driver (audit.h). */
+	int forwarding;
+	/* Set by a default-deny trampoline for the one driver call it is about to make (audit.h). */
+	int deny_armed;
+	/* driver.c: this thread is starting the shim: its own driver calls pass through. */
+	bool in_init;
+	/* counts.c: released its counter block at exit, or found none: counts in the shared one. */
+	bool counts_shared;
+	/* The entry point the program is in (for the report's fallback events). */
+	const char *api;
+	/* cg_thread_uid; 0 until first asked. */
+	uint64_t uid;
+	/* counts.c: this thread's counter block (struct cg_counts), NULL until its first count. */
+	void *counts;
+	/* stream.c: the stream records (struct cg_sstate) this thread looked up last, keyed by
+	 * handle (CUstream), context (CUcontext) and the registry's generation. */
+	struct { void *h, *ctx, *s; unsigned gen; } streams[CG_TLS_STREAM_WAYS];
+	/* layout.c: the latest layout (struct cg_layout) asked for, by its table and function. */
+	struct { const void *table, *f, *layout; } layout;
+	/* nvtx.c: whether this engine call pushed a flush range, the ops the backend submitted
+	 * eagerly in it, and the content of the graph being built. */
+	struct { bool range; uint32_t eager; uint64_t built; } nvtx;
+	/* nccl_hooks.c: the NCCL group depth, and the streams (CUstream) of the group's collectives:
+	 * n of them; CG_TLS_GROUP_STREAMS + 1: more than fit, the group's end submits every stream. */
+	struct { int depth, n; void *s[CG_TLS_GROUP_STREAMS]; } nccl_group;
+};
+extern _Thread_local struct cg_tls cg_tls __attribute__((tls_model("initial-exec")));
+/* The names the profile and audit observers (floor.c, activity.c, audit.c) and the unit tests
+ * read; the shim's own files name the fields. */
+#define cg_tl_internal (cg_tls.internal)
+#define cg_tl_api (cg_tls.api)
+#define cg_tl_forwarding (cg_tls.forwarding)
+#define cg_tl_deny_armed (cg_tls.deny_armed)
 /* This thread's number: never reused (pthread_t values are, so a thread started after another
  * exited would take over the dead thread's per-thread stream record and its pending work). */
 uint64_t cg_thread_uid(void);
@@ -52,7 +89,7 @@ uint64_t cg_thread_uid(void);
 enum {
 	CG_UNSETTLED_STARTING = 1 << 27, /* the shim is not ready (start-up, or no driver) */
 	CG_UNSETTLED_DISABLED = 1 << 28, /* disabled, or a fork() child: plain forwarding */
-	CG_UNSETTLED_AUDIT = 1 << 29,    /* forwarded calls mark themselves (cg_tl_forwarding) */
+	CG_UNSETTLED_AUDIT = 1 << 29,    /* forwarded calls mark themselves (cg_tls.forwarding) */
 	CG_UNSETTLED_PROFILE = 1 << 30,  /* boundaries are tokens of the profile (floor.h) */
 };
 extern atomic_uint cg_unsettled;
@@ -81,7 +118,7 @@ static inline int cg_shim_deferred_error(int r)
 /* True when a program call must go straight to the driver with nothing else done. */
 static inline bool cg_shim_passthrough(void)
 {
-	return cg_tl_internal > 0 || atomic_load_explicit(&cg_shim.disabled, memory_order_relaxed);
+	return cg_tls.internal > 0 || atomic_load_explicit(&cg_shim.disabled, memory_order_relaxed);
 }
 
 #endif

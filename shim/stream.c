@@ -1,6 +1,6 @@
-/* The stream registry (stream.h). Lookups hit a small per-thread cache; misses and every
- * cross-stream operation take the registry lock, then one stream lock at a time (never two),
- * so the order registry -> stream is the only lock order. */
+/* The stream registry (stream.h). Lookups hit a small per-thread cache (cg_tls.streams); misses
+ * and every cross-stream operation take the registry lock, then one stream lock at a time (never
+ * two), so the order registry -> stream is the only lock order. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +90,6 @@ static void watch_thread_exit(void)
 		pthread_setspecific(exit_key, (void *)1);
 }
 
-#define TL_WAYS 8
-static _Thread_local struct {
-	CUstream h;
-	CUcontext ctx;
-	struct cg_sstate *s;
-	unsigned gen;
-} tl_cache[TL_WAYS];
-
 static struct cg_sstate *find_locked(CUstream h, CUcontext ctx, enum kind k)
 {
 	for (struct cg_sstate *s = streams; s; s = s->next) {
@@ -139,10 +131,10 @@ static struct cg_sstate *create_locked(CUstream h, CUcontext ctx, enum kind k)
 	atomic_store(&s->ops, 0);
 	if (k == CREATED) {
 		unsigned flags = 0;
-		cg_tl_internal++;
+		cg_tls.internal++;
 		if (CG_REAL(cuStreamGetFlags)(h, &flags) == CUDA_SUCCESS)
 			s->blocking = !(flags & CU_STREAM_NON_BLOCKING);
-		cg_tl_internal--;
+		cg_tls.internal--;
 	}
 	/* Streams CUGRAFT_SCOPE leaves out are only recorded; so are per-thread streams whose
 	 * proxy (the way other threads reach their work, ptds.h) could not be made. */
@@ -176,9 +168,10 @@ struct cg_sstate *cg_stream_get(CUstream h, bool ptsz)
 	CUstream key = k == CREATED ? h : k == LEGACY ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD;
 
 	unsigned gen = atomic_load_explicit(&registry_gen, memory_order_acquire);
-	unsigned way = (unsigned)(((uintptr_t)key ^ (uintptr_t)ctx) >> 4) % TL_WAYS;
-	if (tl_cache[way].h == key && tl_cache[way].ctx == ctx && tl_cache[way].gen == gen)
-		return tl_cache[way].s;
+	unsigned way = (unsigned)(((uintptr_t)key ^ (uintptr_t)ctx) >> 4) % CG_TLS_STREAM_WAYS;
+	if (cg_tls.streams[way].h == key && cg_tls.streams[way].ctx == ctx &&
+	    cg_tls.streams[way].gen == gen)
+		return cg_tls.streams[way].s;
 	return stream_find(h, k, key, ctx, gen, way);
 }
 
@@ -191,9 +184,9 @@ static struct cg_sstate *stream_find(CUstream h, enum kind k, CUstream key,
 	pthread_mutex_lock(&registry);
 	s = find_locked(h, ctx, k);
 	if (!s && k == CREATED) {
-		cg_tl_internal++;
+		cg_tls.internal++;
 		CUresult r = CG_REAL(cuStreamGetCtx)(h, &ctx);
-		cg_tl_internal--;
+		cg_tls.internal--;
 		if (r != CUDA_SUCCESS) {
 			pthread_mutex_unlock(&registry);
 			return NULL;
@@ -204,10 +197,10 @@ static struct cg_sstate *stream_find(CUstream h, enum kind k, CUstream key,
 	pthread_mutex_unlock(&registry);
 	if (s) {
 		/* Keyed as looked up: a created stream's context is not part of its key. */
-		tl_cache[way].h = key;
-		tl_cache[way].ctx = k == CREATED ? NULL : ctx;
-		tl_cache[way].s = s;
-		tl_cache[way].gen = gen;
+		cg_tls.streams[way].h = key;
+		cg_tls.streams[way].ctx = k == CREATED ? NULL : ctx;
+		cg_tls.streams[way].s = s;
+		cg_tls.streams[way].gen = gen;
 	}
 	return s;
 }

@@ -38,7 +38,7 @@ void cg_summary_header(void)
 	cg_json_int(j, "rank", cg_report_rank());
 	cg_options_json(j);
 	int v = 0;
-	cg_tl_internal++;
+	cg_tls.internal++;
 	if (cg_real[CG_E_cuDriverGetVersion] && CG_REAL(cuDriverGetVersion)(&v) == CUDA_SUCCESS)
 		cg_json_int(j, "driver_version", v);
 	cg_json_int(j, "cuda_version", CUDA_VERSION);
@@ -46,7 +46,7 @@ void cg_summary_header(void)
 	CUdevice dev;
 	if (cg_real[CG_E_cuDeviceGet] && CG_REAL(cuDeviceGet)(&dev, 0) == CUDA_SUCCESS)
 		CG_REAL(cuDeviceGetName)(name, sizeof(name), dev);
-	cg_tl_internal--;
+	cg_tls.internal--;
 	cg_json_str(j, "device", name[0] ? name : NULL);
 	int nccl = 0;
 #ifdef CG_HAVE_NCCL
@@ -124,78 +124,97 @@ static void json_stream(struct cg_sstate *s, void *arg)
 	cg_json_obj_end(w->j);
 }
 
-void cg_summary_write(void)
+/* The engine's counters, with the ops the wrappers let pass it (counts.h). */
+static void summary_stats(struct cg_stats *st)
 {
-	struct cg_stats st;
-	memset(&st, 0, sizeof(st));
+	memset(st, 0, sizeof(*st));
 	if (cg_shim.engine)
-		cg_engine_stats(cg_shim.engine, &st);
+		cg_engine_stats(cg_shim.engine, st);
 	/* Launches into the program's own capture run nowhere then (its graph launches run them):
 	 * counted apart, not as ops run eagerly. */
 	for (int r = 0; r < CG_R_COUNT; r++) {
 		uint64_t n = cg_count_total(CG_COUNT_BYPASS + r);
 		if (r == CG_R_CAPTURE)
 			continue;
-		st.ops += n;
-		st.ops_eager += n;
-		st.fallbacks[r] += n;
+		st->ops += n;
+		st->ops_eager += n;
+		st->fallbacks[r] += n;
 	}
-	static struct cg_json j; /* exit path: keep 16 KiB off a possibly small thread stack */
-	cg_json_begin(&j, "summary");
+}
+
+/* What ran and what it cost: launches, the engine's counters and their ratios
+ * (policy/stats.def), the flusher, the graphs' memory, the host time saved. */
+static void json_work(struct cg_json *j, const struct cg_stats *st)
+{
 	uint64_t launches = 0;
 	for (int e = 0; e < CG_E_COUNT; e++)
 		if (strncmp(cg_entry_name[e], "cuLaunchKernel", 14) == 0)
 			launches += cg_count_entry((enum cg_entry)e);
-	cg_json_uint(&j, "launches", launches);
-	cg_json_uint(&j, "ops_in_program_captures", cg_count_total(CG_COUNT_BYPASS + CG_R_CAPTURE));
-	/* The engine's counters and their ratios (policy/stats.def). */
-#define CG_STAT(field, key, doc) if (key) cg_json_uint(&j, key, st.field);
+	cg_json_uint(j, "launches", launches);
+	cg_json_uint(j, "ops_in_program_captures", cg_count_total(CG_COUNT_BYPASS + CG_R_CAPTURE));
+#define CG_STAT(field, key, doc) if (key) cg_json_uint(j, key, st->field);
 #define CG_STAT_RATIO(key, num, den) \
-	cg_json_double(&j, key, st.den ? (double)st.num / (double)st.den : 0.0);
+	cg_json_double(j, key, st->den ? (double)st->num / (double)st->den : 0.0);
 #include "policy/stats.def"
 #undef CG_STAT
 #undef CG_STAT_RATIO
 	/* a flusher that keeps waking while the program is idle costs a core for nothing */
-	cg_json_uint(&j, "flusher_wakeups", atomic_load(&cg_shim.flusher_wakeups));
+	cg_json_uint(j, "flusher_wakeups", atomic_load(&cg_shim.flusher_wakeups));
 	/* what the graphs take of the device's memory (cuMemGetInfo does not say it is theirs) */
 	uint64_t mem_now, mem_peak;
 	cg_backend_graph_memory(&mem_now, &mem_peak);
-	cg_json_uint(&j, "graph_memory_bytes", mem_now);
-	cg_json_uint(&j, "graph_memory_peak_bytes", mem_peak);
+	cg_json_uint(j, "graph_memory_bytes", mem_now);
+	cg_json_uint(j, "graph_memory_peak_bytes", mem_peak);
 	struct cg_engine_config costs;
 	cg_engine_config_default(&costs);
-	double saved = cg_engine_launch_saved_us(&costs, (double)st.ops_replayed,
-	                                         (double)st.graph_launches) -
-	               (double)st.patches * HOST_US_PER_PATCH;
-	cg_json_double(&j, "host_time_saved_us", saved > 0 ? saved : 0.0);
-	cg_json_obj(&j, "fallbacks");
+	double saved = cg_engine_launch_saved_us(&costs, (double)st->ops_replayed,
+	                                         (double)st->graph_launches) -
+	               (double)st->patches * HOST_US_PER_PATCH;
+	cg_json_double(j, "host_time_saved_us", saved > 0 ? saved : 0.0);
+}
+
+/* The ops run eagerly by reason, the boundaries by kind, the calls by entry point: those cugraft
+ * wraps, the collectives, and those nobody classified. */
+static void json_calls(struct cg_json *j, const struct cg_stats *st)
+{
+	cg_json_obj(j, "fallbacks");
 	for (int r = 1; r < CG_R_COUNT; r++)
-		if (st.fallbacks[r])
-			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), st.fallbacks[r]);
-	cg_json_obj_end(&j);
-	cg_json_obj(&j, "boundaries");
+		if (st->fallbacks[r])
+			cg_json_uint(j, cg_reason_name((enum cg_reason)r), st->fallbacks[r]);
+	cg_json_obj_end(j);
+	cg_json_obj(j, "boundaries");
 	for (int r = 1; r < CG_R_COUNT; r++)
 		if (cg_count_boundaries((enum cg_reason)r))
-			cg_json_uint(&j, cg_reason_name((enum cg_reason)r), cg_count_boundaries((enum cg_reason)r));
-	cg_json_obj_end(&j);
-	cg_json_obj(&j, "entry_points");
+			cg_json_uint(j, cg_reason_name((enum cg_reason)r), cg_count_boundaries((enum cg_reason)r));
+	cg_json_obj_end(j);
+	cg_json_obj(j, "entry_points");
 	for (int e = 0; e < CG_E_COUNT; e++)
 		if (cg_count_entry((enum cg_entry)e))
-			cg_json_uint(&j, cg_entry_name[e], cg_count_entry((enum cg_entry)e));
-	cg_json_obj_end(&j);
+			cg_json_uint(j, cg_entry_name[e], cg_count_entry((enum cg_entry)e));
+	cg_json_obj_end(j);
 #ifdef CG_HAVE_NCCL
-	cg_nccl_json(&j);
+	cg_nccl_json(j);
 	int nccl = cg_nccl_version(); /* libnccl may have been loaded after the header was written */
 	if (nccl)
-		cg_json_int(&j, "nccl_version", nccl);
+		cg_json_int(j, "nccl_version", nccl);
 #endif
 	const char *dname;
 	uint64_t calls;
-	cg_json_obj(&j, "unclassified_entry_points");
+	cg_json_obj(j, "unclassified_entry_points");
 	for (unsigned i = 0; cg_deny_stat(i, &dname, &calls); i++)
 		if (calls)
-			cg_json_uint(&j, dname, calls);
-	cg_json_obj_end(&j);
+			cg_json_uint(j, dname, calls);
+	cg_json_obj_end(j);
+}
+
+void cg_summary_write(void)
+{
+	struct cg_stats st;
+	summary_stats(&st);
+	static struct cg_json j; /* exit path: keep 16 KiB off a possibly small thread stack */
+	cg_json_begin(&j, "summary");
+	json_work(&j, &st);
+	json_calls(&j, &st);
 	cg_events_json_devices(&j);
 	json_control(&j);
 	struct stream_walk w = { &j, 0 };

@@ -96,7 +96,7 @@ static void *voter_main(void *arg)
 {
 	struct cg_voter *v = arg;
 	prctl(PR_SET_NAME, "cugraft-vote");
-	cg_tl_internal++; /* everything this thread does is the shim's own */
+	cg_tls.internal++; /* everything this thread does is the shim's own */
 	if (v->ctx)
 		CG_REAL(cuCtxSetCurrent)(v->ctx);
 	enum cg_vote_result r = setup(v);
