@@ -225,6 +225,21 @@ struct walk {
 	uint64_t mass, launches, per;
 };
 
+/* An edited stretch (calls from `open_at` to `i`, `ins` launches inserted and `del` deleted
+ * against the reference) ends where the reference matches again: its launches count, and one
+ * whose net change carries more than `noise` is structure (the first one's place kept). */
+static void close_edit(struct walk *run, uint64_t ins, uint64_t del, uint64_t noise,
+                       size_t open_at, size_t i)
+{
+	uint64_t net = ins > del ? ins - del : del - ins;
+	run->launches += ins < del ? ins : del;
+	run->clusters += ins || del;  /* boundaries alone are no limit */
+	if (net > noise && run->structural++ == 0) {
+		run->cut_lo = open_at;
+		run->cut_hi = i;
+	}
+}
+
 /* Aligns t[ref, hi) to the period t[ref, ref + p) from its start: each event matches the
  * reference's next one, or a short edit (an event inserted, left out or changed) resumes it.
  * The iterations are counted where the reference wraps, so inserted events lengthen one
@@ -249,13 +264,7 @@ static void align(const struct seq *q, size_t p, size_t ref, size_t hi, struct w
 	while (i < hi) {
 		if (t[i] == r[j]) {
 			if (open) {
-				uint64_t net = ins > del ? ins - del : del - ins;
-				run.launches += ins < del ? ins : del;
-				run.clusters += ins || del;  /* boundaries alone are no limit */
-				if (net > noise && run.structural++ == 0) {
-					run.cut_lo = open_at;
-					run.cut_hi = i;
-				}
+				close_edit(&run, ins, del, noise, open_at, i);
 				open = false;
 				if (wrapped)
 					*w = run;

@@ -126,7 +126,7 @@ bool cg_activity_start(cg_clock_fn ours, cg_clock_fn *clock, const char **why)
 		*why = "no memory for the activity records";
 		return false;
 	}
-	cg_tl_internal++;  /* CUPTI's own driver calls are not the program's */
+	cg_tls.internal++;  /* CUPTI's own driver calls are not the program's */
 	/* Records in our clock, so that they compare with the boundary times; before any kind is
 	 * enabled, as CUPTI requires. */
 	*clock = ours;
@@ -137,7 +137,7 @@ bool cg_activity_start(cg_clock_fn ours, cg_clock_fn *clock, const char **why)
 	                                     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET };
 	for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		r = api.enable(kinds[i]);
-	cg_tl_internal--;
+	cg_tls.internal--;
 	if (r != CUPTI_SUCCESS) {
 		*why = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ?
 		       "another CUPTI client (profiler, sanitizer) is attached" :
@@ -152,9 +152,9 @@ void cg_activity_flush(void)
 {
 	if (!running)
 		return;
-	cg_tl_internal++;
+	cg_tls.internal++;
 	api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	cg_tl_internal--;
+	cg_tls.internal--;
 }
 
 void cg_activity_stats(struct cg_activity_stats *st)

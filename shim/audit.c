@@ -61,12 +61,12 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
 	if (cb->callbackSite != CUPTI_API_ENTER)
 		return;
 	int a = audited_of(cbid);
-	bool armed = cg_tl_deny_armed;
-	cg_tl_deny_armed = 0;
+	bool armed = cg_tls.deny_armed;
+	cg_tls.deny_armed = 0;
 	if (a < 0)
 		return;
 	atomic_fetch_add_explicit(&seen[a], 1, memory_order_relaxed);
-	if (cg_tl_forwarding || armed)
+	if (cg_tls.forwarding || armed)
 		return;
 	if (atomic_fetch_add_explicit(&escaped[a], 1, memory_order_relaxed) == 0 && cg_report_active()) {
 		struct cg_json *j = cg_json_take();

@@ -31,8 +31,6 @@ struct cg_counts {
 	struct cg_counts *next;     /* every block, never freed */
 };
 
-/* This thread's block (cg_tls.counts, shim.h), as the unit test reads it. */
-#define cg_tl_counts ((struct cg_counts *)cg_tls.counts)
 /* A thread without a block yet, or past its exit: takes a block, or counts in a shared one. */
 void cg_count_slow(unsigned i);
 

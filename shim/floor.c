@@ -161,7 +161,7 @@ void cg_floor_token(enum cg_reason why)
 {
 	atomic_thread_fence(memory_order_acquire);  /* pairs with the store that turned timing on */
 	/* How often a program polls depends on timing, not on its loop. */
-	if (cg_tl_api && strstr(cg_tl_api, "Query"))
+	if (cg_tls.api && strstr(cg_tls.api, "Query"))
 		return;
 	atomic_fetch_add_explicit(&boundaries, 1, memory_order_relaxed);
 	record(EV_BOUNDARY, why, now(), 0);
@@ -349,6 +349,32 @@ static void take_sequence(struct seq *s)
 	}
 }
 
+/* The window's GPU busy time and the GPU's idle time inside launch calls (-1: unknown). Without
+ * records the GPU busy time is unknown, not zero; so is the idle time in launch calls, where the
+ * window's launch calls are not all in the sequence (the run's window of a run longer than the
+ * ring). */
+static void gpu_json(struct cg_json *j, const struct window *w, const struct seq *s,
+                     uint64_t records, double *busy_us, double *idle_us)
+{
+	if (!activity || !records) {
+		cg_json_null(j, "gpu_busy_us");
+		cg_json_null(j, "gpu_idle_in_launch_us");
+		cg_json_str(j, "gpu_busy_unavailable",
+		            activity ? "CUPTI recorded no GPU activity" : activity_why);
+		return;
+	}
+	int dev;
+	*busy_us = (double)cg_activity_busy(w->t0, w->t1, &dev) / 1e3;
+	cg_json_double(j, "gpu_busy_us", *busy_us);
+	cg_json_int(j, "gpu_busy_device", dev);
+	if (w->iterations || w->later_half || atomic_load(&made) <= EVENTS) {
+		*idle_us = (double)idle_in_launch(w, s, dev) / 1e3;
+		cg_json_double(j, "gpu_idle_in_launch_us", *idle_us);
+	} else {
+		cg_json_null(j, "gpu_idle_in_launch_us");
+	}
+}
+
 void cg_floor_json(struct cg_json *j)
 {
 	if (!atomic_load_explicit(&cg_floor_timing, memory_order_relaxed))
@@ -389,27 +415,8 @@ void cg_floor_json(struct cg_json *j)
 	cg_json_double(j, "launch_host_us", (double)w.host_ns / 1e3);
 	cg_json_uint(j, "syncs", w.syncs);
 	cg_json_uint(j, "boundaries", atomic_load(&boundaries));
-	/* Without records the GPU busy time is unknown, not zero; so is the idle time in launch
-	 * calls, where the window's launch calls are not all in the sequence (the run's window of
-	 * a run longer than the ring). */
 	double busy_us = -1, idle_us = -1, wall_us = (double)(w.t1 - w.t0) / 1e3;
-	if (activity && st.records > 0) {
-		int dev;
-		busy_us = (double)cg_activity_busy(w.t0, w.t1, &dev) / 1e3;
-		cg_json_double(j, "gpu_busy_us", busy_us);
-		cg_json_int(j, "gpu_busy_device", dev);
-		if (w.iterations || w.later_half || atomic_load(&made) <= EVENTS) {
-			idle_us = (double)idle_in_launch(&w, &s, dev) / 1e3;
-			cg_json_double(j, "gpu_idle_in_launch_us", idle_us);
-		} else {
-			cg_json_null(j, "gpu_idle_in_launch_us");
-		}
-	} else {
-		cg_json_null(j, "gpu_busy_us");
-		cg_json_null(j, "gpu_idle_in_launch_us");
-		cg_json_str(j, "gpu_busy_unavailable",
-		            activity ? "CUPTI recorded no GPU activity" : activity_why);
-	}
+	gpu_json(j, &w, &s, st.records, &busy_us, &idle_us);
 	bounds_json(j, wall_us, (double)w.host_ns / 1e3, busy_us, idle_us);
 	cg_json_uint(j, "activity_records", st.records);
 	cg_json_uint(j, "dropped", st.dropped);

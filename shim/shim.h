@@ -68,12 +68,6 @@ struct cg_tls {
 	struct { int depth, n; void *s[CG_TLS_GROUP_STREAMS]; } nccl_group;
 };
 extern _Thread_local struct cg_tls cg_tls __attribute__((tls_model("initial-exec")));
-/* The names the profile and audit observers (floor.c, activity.c, audit.c) and the unit tests
- * read; the shim's own files name the fields. */
-#define cg_tl_internal (cg_tls.internal)
-#define cg_tl_api (cg_tls.api)
-#define cg_tl_forwarding (cg_tls.forwarding)
-#define cg_tl_deny_armed (cg_tls.deny_armed)
 /* This thread's number: never reused (pthread_t values are, so a thread started after another
  * exited would take over the dead thread's per-thread stream record and its pending work). */
 uint64_t cg_thread_uid(void);

@@ -88,6 +88,8 @@ static void json_control(struct cg_json *j)
 		cg_json_double(j, "trust_cut_ns_per_op", c->trust_cut_ns);
 		cg_json_double(j, "eager_before_graphs_ns_per_op", c->eager_ref_ns);
 	}
+	if (c->waste_cut)
+		cg_json_bool(j, "waste_cut", true);
 	cg_json_obj_end(j);
 }
 

@@ -28,7 +28,7 @@ static unsigned blocks_now(void)
 {
 	/* every block ever made is in the list reached through a thread's own block */
 	unsigned n = 0;
-	for (struct cg_counts *c = cg_tl_counts; c; c = c->next)
+	for (struct cg_counts *c = ((struct cg_counts *)cg_tls.counts); c; c = c->next)
 		n++;
 	return n;
 }
@@ -51,7 +51,7 @@ static void test_threads_come_and_go(void **state)
 	/* This thread takes a block now: the newest in the list, so every block is behind it.
 	 * Released blocks were reused: at most one per thread that ran at once, plus this one. */
 	cg_count(CG_COUNT_BYPASS + CG_R_SCOPE);
-	assert_non_null(cg_tl_counts);
+	assert_non_null(((struct cg_counts *)cg_tls.counts));
 	assert_true(blocks_now() <= THREADS + 1);
 	assert_int_equal(cg_count_total(CG_COUNT_BYPASS + CG_R_SCOPE), 1);
 }

@@ -472,20 +472,20 @@ static void test_forwarded_boundaries_skip_the_shim_only_while_settled(void **st
 	assert_int_equal(cg_count_entry(CG_E_cuEventRecord), calls + 4);
 	assert_int_equal(cg_count_boundaries(CG_R_EVENT), events + 4);
 
-	/* the program's own graph launch (a hook) too: the short path leaves cg_tl_api alone */
+	/* the program's own graph launch (a hook) too: the short path leaves cg_tls.api alone */
 	CUgraph g;
 	CUgraphExec exec;
 	assert_int_equal(CG_REAL(cuGraphCreate)(&g, 0), CUDA_SUCCESS);
 	assert_int_equal(CG_REAL(cuGraphInstantiateWithFlags)(&exec, g, 0), CUDA_SUCCESS);
 	uint64_t launches = cg_count_entry(CG_E_cuGraphLaunch);
 	uint64_t captures = cg_count_boundaries(CG_R_CAPTURE);
-	cg_tl_api = "before";
+	cg_tls.api = "before";
 	assert_int_equal(atomic_load(&cg_unsettled), 0);
 	assert_int_equal(cuGraphLaunch(exec, a), CUDA_SUCCESS);
-	assert_string_equal(cg_tl_api, "before");
+	assert_string_equal(cg_tls.api, "before");
 	chain_on(b, false, acc, 2, 0);  /* b busy again: the full path */
 	assert_int_equal(cuGraphLaunch(exec, a), CUDA_SUCCESS);
-	assert_string_equal(cg_tl_api, "cuGraphLaunch");
+	assert_string_equal(cg_tls.api, "cuGraphLaunch");
 	assert_int_equal(cg_count_entry(CG_E_cuGraphLaunch), launches + 2);
 	assert_int_equal(cg_count_boundaries(CG_R_CAPTURE), captures + 2);
 	CG_REAL(cuGraphExecDestroy)(exec);
