@@ -380,6 +380,19 @@ static void test_waste_probes_early(void **state)
 	struct cg_control_summary sum;
 	cg_control_summarize(&f.c, &sum);
 	assert_true(sum.waste_cut);
+	/* graphs 1% faster, a tie: after waste, eager must lose by the margin to give way */
+	feed_init(&f);
+	f.waste = 1.0 / 3;
+	for (intervals = 0; !f.decisions && intervals < 4000; intervals++)
+		feed_interval(&f, 1000, 1000, 990);
+	assert_int_equal(f.decisions, 1);
+	assert_false(f.last.defer);
+	/* the same tie without waste keeps the graphs (test_tie_keeps_graphs) */
+	feed_init(&f);
+	for (intervals = 0; !f.decisions && intervals < 4000; intervals++)
+		feed_interval(&f, 1000, 1000, 990);
+	assert_int_equal(f.decisions, 1);
+	assert_true(f.last.defer);
 	/* the same loop wasting 5%: trusted for its time, as before */
 	feed_init(&f);
 	f.waste = 0.05;
