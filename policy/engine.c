@@ -4,7 +4,9 @@
  * then its graph is launched with the changed arguments patched in. Anything else runs eagerly,
  * in order, and is counted by reason.
  *
- * A stream is in one of four modes (enum cg_mode, stream.h), changed here only (cg_set_mode):
+ * A stream is in one of four modes (enum cg_mode, stream.h), changed by one function only
+ * (cg_set_mode, stream.c, under every file here: the modes' own files end their modes, a
+ * launch returning the stream to learning):
  *
  *   LEARNING ──start_chunk──▶ DEFERRING       (replay.c: candidates followed, the complete
  *      ▲  ▲  ╲                                  one launched; a divergence or a boundary ends it)
@@ -55,48 +57,6 @@ double cg_engine_launch_saved_us(const struct cg_engine_config *cfg, double ops,
 {
 	struct cg_gate_costs c = cg_gate_costs_of(cfg);
 	return cg_gate_launch_saved_us(&c, ops, graph_launches);
-}
-
-/* ---- the state machine's one transition ---------------------------------------------- */
-
-static void mark_pending(struct cg_stream *s)
-{
-	uint64_t now = s->e->now_ns();
-	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
-}
-
-void cg_set_mode(struct cg_stream *s, enum cg_mode to)
-{
-	enum cg_mode from = s->mode;
-	switch (to) {
-	case CG_MODE_LEARNING:
-		CG_ASSERT(from != CG_MODE_LEARNING);
-		s->defer.ncand = 0;
-		s->defer.complete = NULL;
-		s->defer.expect = NULL;
-		s->rest.chunk = NULL;
-		s->hold = NULL;
-		__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
-		break;
-	case CG_MODE_HOLDING:
-		/* at a chunk start, for a learning chunk it may earn its graph or a sample */
-		CG_ASSERT(from == CG_MODE_LEARNING && !s->sc.n);
-		CG_ASSERT(s->hold && s->hold->state == CG_CHUNK_LEARNING);
-		mark_pending(s);
-		break;
-	case CG_MODE_DEFERRING:
-		/* its first op deferred: a prefix of every candidate, none of them a rest */
-		CG_ASSERT(from == CG_MODE_LEARNING && s->sc.n == 1 && !s->hold && !s->rest.chunk);
-		CG_ASSERT(s->defer.ncand > 0 && s->defer.ncand <= s->defer.cap);
-		mark_pending(s);
-		break;
-	case CG_MODE_DEFERRING_REST:
-		CG_ASSERT(from == CG_MODE_LEARNING && s->sc.n == 1 && !s->hold && !s->defer.ncand);
-		CG_ASSERT(s->rest.chunk && s->rest.at < s->rest.chunk->n);
-		mark_pending(s);
-		break;
-	}
-	s->mode = to;
 }
 
 /* ---- learning: where the chunk being learned is cut ------------------------------------- */

@@ -4,6 +4,54 @@
 
 #define CG_FALLBACK_EVENTS 8  /* FALLBACK events per reason per stream; counts go on */
 
+/* ---- the mode ------------------------------------------------------------------------- */
+
+/* The state machine's one transition (stream.h: enum cg_mode). Every change of a stream's mode
+ * goes through cg_set_mode, which checks in debug builds what the mode entered needs and keeps
+ * the invariant the flusher reads: work is pending (pending_since non-zero) exactly while the
+ * stream is not learning. engine.c decides when a chunk starts and ends; the modes' own files
+ * (replay.c, pieces.c, samples.c) enter their mode and leave it when their ops have run. */
+static void mark_pending(struct cg_stream *s)
+{
+	uint64_t now = s->e->now_ns();
+	__atomic_store_n(&s->pending_since, now ? now : 1, __ATOMIC_RELAXED);
+}
+
+void cg_set_mode(struct cg_stream *s, enum cg_mode to)
+{
+	enum cg_mode from = s->mode;
+	switch (to) {
+	case CG_MODE_LEARNING:
+		CG_ASSERT(from != CG_MODE_LEARNING);
+		s->defer.ncand = 0;
+		s->defer.complete = NULL;
+		s->defer.expect = NULL;
+		s->rest.chunk = NULL;
+		s->hold = NULL;
+		__atomic_store_n(&s->pending_since, 0, __ATOMIC_RELAXED);
+		break;
+	case CG_MODE_HOLDING:
+		/* at a chunk start, for a learning chunk it may earn its graph or a sample */
+		CG_ASSERT(from == CG_MODE_LEARNING && !s->sc.n);
+		CG_ASSERT(s->hold && s->hold->state == CG_CHUNK_LEARNING);
+		mark_pending(s);
+		break;
+	case CG_MODE_DEFERRING:
+		/* its first op deferred: a prefix of every candidate, none of them a rest */
+		CG_ASSERT(from == CG_MODE_LEARNING && s->sc.n == 1 && !s->hold && !s->rest.chunk);
+		CG_ASSERT(s->defer.ncand > 0 && s->defer.ncand <= s->defer.cap);
+		mark_pending(s);
+		break;
+	case CG_MODE_DEFERRING_REST:
+		CG_ASSERT(from == CG_MODE_LEARNING && s->sc.n == 1 && !s->hold && !s->defer.ncand);
+		CG_ASSERT(s->rest.chunk && s->rest.at < s->rest.chunk->n);
+		mark_pending(s);
+		break;
+	}
+	s->mode = to;
+}
+
+
 /* ---- events and reasons ---------------------------------------------------------------- */
 
 void cg_emit(struct cg_stream *s, struct cg_event ev)

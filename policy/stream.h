@@ -52,9 +52,9 @@ struct cg_engine {
 	uint64_t ctl_built;      /* `built` when the controller last looked */
 };
 
-/* What a stream does with its current chunk (`sc`): the state machine's state. Only engine.c
- * changes it (cg_set_mode), which checks what each mode needs on entry; the data of a mode is
- * written by that mode's module, and cleared when the stream leaves the mode. */
+/* What a stream does with its current chunk (`sc`): the state machine's state. One function
+ * changes it (cg_set_mode, stream.c), which checks what each mode needs on entry; the data of a
+ * mode is written by that mode's file, and cleared when the stream leaves the mode. */
 enum cg_mode {
 	CG_MODE_LEARNING,       /* sc ran eagerly (or its caller runs its ops) and is learned */
 	CG_MODE_HOLDING,        /* sc is held back, a prefix of the learning chunk `hold`, to
@@ -146,7 +146,7 @@ struct cg_stream {
 	struct cg_stream *prev, *next;
 };
 
-/* The state machine's one transition (engine.c): leaves the current mode (its data cleared;
+/* The state machine's one transition (stream.c): leaves the current mode (its data cleared;
  * for CG_MODE_LEARNING no work is pending any more) and enters `to` (work pending from now, for
  * the other modes), checking in debug builds what `to` needs on entry. */
 void cg_set_mode(struct cg_stream *s, enum cg_mode to);
