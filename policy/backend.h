@@ -1,5 +1,5 @@
 /* The only way the policy engine reaches a driver: a table of callbacks. The shim gives the
- * real-driver backend (shim/cuda_backend.c); tests give a recording fake (tests/unit). Every call
+ * real-driver backend (shim/backend/cuda_backend.c); tests give a recording fake (tests/unit). Every call
  * returns 0 or a negative errno-style code; `detail` (may be NULL) receives a static string
  * naming the failing API result (e.g. "CUDA_ERROR_OUT_OF_MEMORY") for the report. */
 #ifndef CG_POLICY_BACKEND_H

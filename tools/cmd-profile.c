@@ -12,7 +12,7 @@
 #include "cugraft.h"
 #include "reportfile.h"
 
-/* The summary's "profile":{...} of one process (shim/floor.c). */
+/* The summary's "profile":{...} of one process (shim/observers/floor.c). */
 struct cg_profile {
 	bool found;
 	bool iterations_found;    /* else the figures are the whole run's, */
@@ -21,7 +21,7 @@ struct cg_profile {
 	double graph_launches, graph_launched;  /* the program's own graphs, the launches they ran */
 	double gpu_busy_us;       /* < 0: unavailable, for the reason in `why` */
 	double gpu_idle_in_launch_us;  /* < 0: unknown */
-	double busy_bound, launch_gap_bound;  /* < 0: none (shim/floor.c computes them) */
+	double busy_bound, launch_gap_bound;  /* < 0: none (shim/observers/floor.c computes them) */
 	bool bound_by_gpu;        /* the busy bound is the GPU busy time's, not the launch calls' */
 	char why[160];
 };
@@ -111,7 +111,7 @@ static const char *cg_time(char *buf, size_t len, double us)
 	return buf;
 }
 
-/* The GPU busy time, the GPU's idle time inside launch calls and the two bounds shim/floor.c
+/* The GPU busy time, the GPU's idle time inside launch calls and the two bounds shim/observers/floor.c
  * computed from them (what each means and rests on is said there), per `per`. */
 static void cg_profile_floor(const struct cg_profile *p, double per)
 {

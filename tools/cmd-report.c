@@ -12,7 +12,7 @@
 #include "cugraft.h"
 #include "reportfile.h"
 #include "srcline.h"
-#include "shim/options.h"
+#include "shim/base/options.h"
 
 /* 13000 -> "13.0"; strings as they are. */
 static void cg_print_version(const char *label, const struct jv *v)
@@ -112,7 +112,7 @@ static void cg_print_counts(const char *label, const struct cg_counts *c)
 	printf("\n");
 }
 
-/* A process killed by a signal wrote no summary, but a "signal" record (shim/summary.c). */
+/* A process killed by a signal wrote no summary, but a "signal" record (shim/start/summary.c). */
 static void cg_print_ending(const struct cg_rproc *f)
 {
 	for (size_t i = 0; i < f->n_others; i++) {
@@ -127,7 +127,7 @@ static void cg_print_ending(const struct cg_rproc *f)
 	}
 }
 
-/* The collectives scope (shim/VOTE.md): collectives launched from graphs and the votes held. */
+/* The collectives scope (shim/entry/VOTE.md): collectives launched from graphs and the votes held. */
 /* The deferral controller (the summary's control): whether this process defers, and the
  * figures of the measurement that decided it. */
 static void cg_print_control(const struct cg_rproc *f)
@@ -175,7 +175,7 @@ static void cg_print_collectives(const struct cg_merged *m)
 	cg_print_counts("votes", v);
 }
 
-/* A rank's vote value (shim/VOTE.md): 0 eager, 1 capture, 2 + epoch replay. */
+/* A rank's vote value (shim/entry/VOTE.md): 0 eager, 1 capture, 2 + epoch replay. */
 static void cg_print_vote_value(double v)
 {
 	if (v <= 0)

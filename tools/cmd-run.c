@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cugraft.h"
-#include "shim/options.h"
+#include "shim/base/options.h"
 
 /* Flags that take a value, each naming its option; values are checked with the shim's parser
  * so that a typo fails here rather than as a warning inside the job. */

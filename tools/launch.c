@@ -1,7 +1,7 @@
 /* Finding the library and bundled programs, and running child commands for the subcommands. */
 #define _GNU_SOURCE
 #include "cugraft.h"
-#include "shim/options.h"
+#include "shim/base/options.h"
 
 #include <errno.h>
 #include <signal.h>

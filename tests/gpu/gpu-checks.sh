@@ -153,7 +153,7 @@ if want threads; then
 fi
 if want plain; then
   # The same programs without CUGRAFT_AUDIT: audit sends every boundary down the full path, so
-  # the short path of forwarded boundaries (shim/boundary.c: event records and queries, stream
+  # the short path of forwarded boundaries (shim/entry/boundary.c: event records and queries, stream
   # queries, the program's graph launches while the process is settled) runs only here.
   run plain-fourway "$progs/fourway" --iters 100; compare plain-fourway checksum
   run plain-threads "$progs/threads"; compare plain-threads checksum

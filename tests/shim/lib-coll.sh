@@ -1,5 +1,5 @@
 # Helpers of the collectives scope's cases (cases/coll*.sh: CUGRAFT_SCOPE=+collectives, the vote,
-# shim/VOTE.md), sourced after lib.sh. The fake NCCL moves its data in a host function on the
+# shim/entry/VOTE.md), sourced after lib.sh. The fake NCCL moves its data in a host function on the
 # stream, which the fake driver captures as a host node: a graphed collective moves its data at
 # each graph launch.
 # ranks NAME ARGS...: ncclloop --ranks under the shim, one report per rank ($tmp/NAME.R.jsonl)

@@ -91,7 +91,7 @@ done
 
 # options: hostile values for every variable
 want=$(timeout 60 "$progs/fourway" --iters 10 2>/dev/null | grep checksum)
-vars=$(grep -o '"CUGRAFT_[A-Z_]*"' "$root/shim/options.def" | tr -d '"')
+vars=$(grep -o '"CUGRAFT_[A-Z_]*"' "$root/shim/base/options.def" | tr -d '"')
 values=('' ' ' '-1' '0x10' '1e99' '99999999999999999999999' '-9223372036854775808' 'nan'
         'yes please' $'1\n2' '%n%n%s' '../../../etc/passwd' 'K' '3M' '1G' '0' '1' 'on' 'OFF'
         'kernels,,' '+' '-' 'streams=' 'streams=0xffffffffffffffffff' '+[' '-*' 'collectives')

@@ -1,12 +1,12 @@
 #!/bin/sh
-# `cugraft run --help` lists every CUGRAFT_ variable of shim/options.def, read from the table
+# `cugraft run --help` lists every CUGRAFT_ variable of shim/base/options.def, read from the table
 # itself so that a row added there and missing here fails.
 # usage: help.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 CG=$1 SRC=$2
 fail() { echo "FAIL: $*"; exit 1; }
 help=$("$CG" run --help) || fail "run --help exited $?"
-names=$(grep -o '"CUGRAFT_[A-Z_]*"' "$SRC/shim/options.def" | tr -d '"')
+names=$(grep -o '"CUGRAFT_[A-Z_]*"' "$SRC/shim/base/options.def" | tr -d '"')
 n=0
 for name in $names; do
 	printf '%s\n' "$help" | grep -q "^  $name " || fail "$name missing from cugraft run --help"

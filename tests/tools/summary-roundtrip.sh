@@ -1,7 +1,7 @@
 #!/bin/sh
 # The summary a run writes, read back by `cugraft report --json` from two copies of it (two
 # ranks alike): every counter comes back doubled, every ratio (policy/stats.def) and version
-# unchanged, every map member and divergence site count doubled. The writer (shim/events.c)
+# unchanged, every map member and divergence site count doubled. The writer (shim/backend/events.c)
 # and the reader (tools/reportfile.c) must not drift apart: a member the reader sums that it
 # should not (a ratio, a version) or drops fails here.
 # usage: summary-roundtrip.sh CUGRAFT SRCDIR BUILDDIR

@@ -1,4 +1,4 @@
-/* Profile mode's GPU busy time (shim/busy.h): the union of kernel/copy intervals per device,
+/* Profile mode's GPU busy time (shim/observers/busy.h): the union of kernel/copy intervals per device,
  * clipped to the window, the busiest device reported; and the host's launch calls that the
  * device spent idle. */
 #include <setjmp.h>
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "shim/busy.h"
+#include "shim/observers/busy.h"
 
 static void test_disjoint_and_overlapping(void **state)
 {

@@ -1,4 +1,4 @@
-/* Per-thread call counters (shim/counts.h): sums are exact across threads that come and go, a
+/* Per-thread call counters (shim/loader/counts.h): sums are exact across threads that come and go, a
  * block released at thread exit is taken by the next thread (blocks: as many as threads ran at
  * once), and a call made after a thread released its block still counts. */
 #include <pthread.h>
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "shim/counts.h"
+#include "shim/loader/counts.h"
 
 #define WAVES 8
 #define THREADS 6

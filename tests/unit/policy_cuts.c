@@ -12,7 +12,7 @@
 #include "fake_backend.h"
 #include "policy/chunk.h"
 #include "policy/engine.h"
-#include "shim/sig.h"
+#include "shim/base/sig.h"
 
 #define KERNELS 24
 #define BODY 150

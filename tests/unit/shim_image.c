@@ -1,4 +1,4 @@
-/* Parameter layouts read from module images (shim/image.c), on images nvcc built from
+/* Parameter layouts read from module images (shim/base/image.c), on images nvcc built from
  * tests/unit/image_kernels.cu: an sm_90 cubin, PTX, and multi-architecture fat binaries as nvcc
  * writes them by default (cubins plain, PTX zstd), with every entry LZ4, with every entry zstd,
  * and uncompressed. Each layout must be the signature's; truncated and mutated images must give
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "shim/image.h"
+#include "shim/base/image.h"
 #include "tests/unit/rng.h"
 
 /* The kernels' parameters as the C++ ABI lays them out: offset/size pairs by ordinal. */

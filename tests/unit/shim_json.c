@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "shim/json.h"
+#include "shim/base/json.h"
 
 static struct cg_json j;
 

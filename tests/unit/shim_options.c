@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "shim/json.h"
-#include "shim/log.h"
-#include "shim/options.h"
+#include "shim/base/json.h"
+#include "shim/base/log.h"
+#include "shim/base/options.h"
 
 static void test_bool(void **state)
 {

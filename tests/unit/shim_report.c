@@ -15,10 +15,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "shim/backtrace.h"
-#include "shim/json.h"
-#include "shim/options.h"
-#include "shim/report.h"
+#include "shim/base/backtrace.h"
+#include "shim/base/json.h"
+#include "shim/base/options.h"
+#include "shim/base/report.h"
 
 static char dir[] = "/tmp/cg-report-test-XXXXXX";
 

@@ -1,4 +1,4 @@
-/* The shim's stream registry (stream.c), launch hooks (launch.c), CUDA backend (cuda_backend.c)
+/* The shim's stream registry (registry.c), launch hooks (launch.c), CUDA backend (cuda_backend.c)
  * and per-thread stream proxies (ptds.c) in one process against the CPU fake driver, with no
  * start-up: no flusher, no report. The test plays the program: it calls the exported wrappers
  * (cuLaunchKernel, cuMemsetD32Async, cuStreamSynchronize) and reaches the driver's plain entry
@@ -13,13 +13,13 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "shim/counts.h"
-#include "shim/cuda_backend.h"
-#include "shim/driver.h"
-#include "shim/layout.h"
-#include "shim/options.h"
-#include "shim/shim.h"
-#include "shim/stream.h"
+#include "shim/loader/counts.h"
+#include "shim/backend/cuda_backend.h"
+#include "shim/loader/driver.h"
+#include "shim/backend/layout.h"
+#include "shim/base/options.h"
+#include "shim/base/shim.h"
+#include "shim/streams/registry.h"
 #include "policy/engine.h"
 
 static CUfunction chain, grid_sum; /* grid_sum: at most 512 threads per block (the fake) */
