@@ -37,3 +37,26 @@ same_work() { # A B: the fake ran the same number of kernels (each op once, none
   a=$(stat launch_shapes "$tmp/$1.stats"); b=$(stat launch_shapes "$tmp/$2.stats")
   [ -n "$a" ] && [ "$a" = "$b" ] || fail "kernels ran with other launch shapes: $1=$a $2=$b"
 }
+
+# conf_grow PATCHES ARGS...: the checks the conf-grow cases share. conf_grow ARGS eagerly (e) and
+# under the shim (s): the same result and work, the launch the driver refuses mid-loop refused
+# alike, 95% replayed with no divergence and PATCHES patches at least (the shapes, or the copy's
+# size, patched every token), and every graph launch the fake ran reported.
+conf_grow() {
+  local patches=$1; shift
+  eager e "$progs/conf_grow" "$@"
+  shim s "$progs/conf_grow" "$@"
+  same_result e s; same_work e s
+  local r ops replayed
+  r=$(field refused "$tmp/e.out")
+  [ -n "$r" ] && [ "$r" != 0 ] && [ "$r" = "$(field refused "$tmp/s.out")" ] ||
+    fail "a launch the driver refuses returned $(field refused "$tmp/s.out") under the shim, $r without"
+  ops=$(summary "$tmp/s.jsonl" ops) replayed=$(summary "$tmp/s.jsonl" ops_replayed)
+  [ "$ops" -gt 0 ] && [ $((replayed * 100)) -ge $((ops * 95)) ] ||
+    fail "replayed $replayed of $ops ops, want 95% (fallbacks: $(grep -o '"fallbacks":{[^}]*}' "$tmp/s.jsonl" | tail -1))"
+  [ "$(summary "$tmp/s.jsonl" divergences)" = 0 ] || fail "$(summary "$tmp/s.jsonl" divergences) divergences"
+  [ "$(summary "$tmp/s.jsonl" patches)" -ge "$patches" ] ||
+    fail "$(summary "$tmp/s.jsonl" patches) patches, want $patches at least"
+  [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
+    fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
+}
