@@ -1673,6 +1673,49 @@ static void test_short_loop_unit_cut_by_host_copy(void **state)
 	rig_down(&r);
 }
 
+/* A place of the loop with more than one op sequence (a branch taken every other step, or one of
+ * four kernels picked from the data): once each variant is learned, each is replayed where it
+ * comes, with no divergence: the candidates that start alike are followed until the ops pick
+ * one. `pick`: the variant of op 150 in iteration `it` (1: the common one). */
+static void variants_replay(uint32_t (*pick)(int it))
+{
+	struct rig r;
+	rig_up(&r, config(2, 64), 1);
+	uint64_t div_at = 0, repl_at = 0;
+	for (int it = 0; it < 40; it++) {
+		if (it == 20) {
+			div_at = stats(&r).divergences;
+			repl_at = stats(&r).ops_replayed;
+		}
+		for (uint32_t p = 0; p < LOOP; p++) {
+			struct cg_op op = mkop(p, p == 150 ? pick(it) : 1, 0x7000000 + p * 0x1000, 1);
+			fake_submit(&r.fb, r.s[0], 0, &op);
+		}
+		fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+	}
+	struct cg_stats st = stats(&r);
+	assert_true(st.divergences > 0);  /* (each variant diverged where it was new) */
+	assert_int_equal(st.divergences - div_at, 0);
+	assert_int_equal(st.ops_replayed - repl_at, 20 * LOOP);
+	rig_down(&r);
+}
+
+static uint32_t every_other(int it)
+{
+	return 1 + (uint32_t)(it % 2);
+}
+
+static uint32_t one_of_four(int it)
+{
+	return 1 + ((uint32_t)it * 2654435761u >> 13) % 4;
+}
+
+static void test_place_variants_replay(void **state)
+{
+	variants_replay(every_other);
+	variants_replay(one_of_four);
+}
+
 /* The engine's invariants are checked in this build (not NDEBUG: the default build, CI): a
  * failed one names itself and aborts. */
 static void test_assertions_are_on(void **state)
@@ -1751,6 +1794,7 @@ int main(void)
 		cmocka_unit_test(test_allocation_failure_degrades),
 		cmocka_unit_test(test_sig_hash_and_reasons),
 		cmocka_unit_test(test_assertions_are_on),
+		cmocka_unit_test(test_place_variants_replay),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
