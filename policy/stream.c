@@ -40,6 +40,8 @@ void cg_set_mode(struct cg_stream *s, enum cg_mode to)
 		/* its first op deferred: a prefix of every candidate, none of them a rest */
 		CG_ASSERT(from == CG_MODE_LEARNING && s->sc.n == 1 && !s->hold && !s->rest.chunk);
 		CG_ASSERT(s->defer.ncand > 0 && s->defer.ncand <= s->defer.cap);
+		for (uint32_t i = 0; i < s->defer.ncand; i++)  /* each candidate begins with it */
+			CG_ASSERT(s->defer.cand[i]->state == CG_CHUNK_ARMED && s->defer.cand[i]->n >= 1);
 		mark_pending(s);
 		break;
 	case CG_MODE_DEFERRING_REST:
