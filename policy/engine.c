@@ -8,13 +8,12 @@
  * (cg_set_mode, stream.c, under every file here: the modes' own files end their modes, a
  * launch returning the stream to learning):
  *
- *   LEARNING ──start_chunk──▶ DEFERRING       (replay.c: candidates followed, the complete
- *      ▲  ▲  ╲                                  one launched; a divergence or a boundary ends it)
- *      │  │   ╲─start_chunk─▶ DEFERRING_REST  (pieces.c: the rest of a chunk a boundary cut)
- *      │  │                                    
- *      │  └──────────────── HOLDING          (samples.c: a learning chunk's sighting held back
- *      │                                       to run as its graph or as a timed sample)
- *      └── every mode returns to LEARNING once its ops ran (as a graph or eagerly)
+ *   LEARNING ──start_chunk──▶ DEFERRING        replay.c: the candidates followed, the complete
+ *      │                                       one launched; a divergence or a boundary ends it
+ *      ├─────start_chunk──▶ DEFERRING_REST     pieces.c: the rest of a chunk a boundary cut
+ *      └─────start_chunk──▶ HOLDING            samples.c: a learning chunk's sighting held back
+ *                                              to run as its graph or as a timed sample
+ *   Each returns to LEARNING once its ops ran, as a graph or eagerly.
  *
  * cg_submit, cg_boundary and cg_flush switch on the mode. Here: learning (where the chunk
  * being learned is cut), the op's way in, boundaries and flushes, the controller's hooks,
