@@ -60,3 +60,44 @@ conf_grow() {
   [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
     fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
 }
+
+# conf_grow_limit ARGS...: the checks of the conf-grow-limit cases (conf_grow --limit ARGS): the
+# same result and work, the same launches refused with the same errors (12 at least), and the
+# loop still replayed (95%), every graph launch the fake ran reported.
+conf_grow_limit() {
+  eager e "$progs/conf_grow" --limit "$@"
+  shim s "$progs/conf_grow" --limit "$@"
+  same_result e s; same_work e s
+  [ "$(grep -c '^limit ' "$tmp/e.out")" -ge 12 ] || fail "eager: $(grep -c '^limit ' "$tmp/e.out") refused launches, want 12"
+  cmp -s <(grep '^limit ' "$tmp/e.out") <(grep '^limit ' "$tmp/s.out") ||
+    fail "refused launches (token result) differ: eager $(grep '^limit ' "$tmp/e.out" | tr '\n' ' '); shim $(grep '^limit ' "$tmp/s.out" | tr '\n' ' ')"
+  # (a refused launch learned into a chunk would fail its graph's build every time: 75% replayed)
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 100 ] || fail "$(summary "$tmp/s.jsonl" graph_launches) graph launches, want the loop replayed"
+  local ops replayed
+  ops=$(summary "$tmp/s.jsonl" ops) replayed=$(summary "$tmp/s.jsonl" ops_replayed)
+  [ "$ops" -gt 0 ] && [ $((replayed * 100)) -ge $((ops * 95)) ] ||
+    fail "replayed $replayed of $ops ops, want 95% (fallbacks: $(grep -o '"fallbacks":{[^}]*}' "$tmp/s.jsonl" | tail -1))"
+  [ "$(stat graph_launches "$tmp/s.stats")" = "$(summary "$tmp/s.jsonl" graph_launches)" ] ||
+    fail "fake saw $(stat graph_launches "$tmp/s.stats") graph launches, shim reported $(summary "$tmp/s.jsonl" graph_launches)"
+}
+
+# nccl_loop ARGS...: one rank of ncclloop --iters 40 ARGS on the fake NCCL, eagerly and under the
+# shim: the same result and work, every launch of the program counted, the 40 all-reduces counted
+# as collectives, graphs launched in between, and NCCL's own 40 launches passed through uncounted.
+nccl_loop() {
+  export LD_LIBRARY_PATH=$FAKENCCL_DIR:$LD_LIBRARY_PATH
+  FAKENCCL_STATS=$tmp/e.nccl eager e "$progs/ncclloop" --iters 40 "$@"
+  FAKENCCL_STATS=$tmp/s.nccl shim s "$progs/ncclloop" --iters 40 "$@"
+  same_result e s; same_work e s
+  local launches r
+  launches=$(field launches "$tmp/e.out")
+  [ "$(summary "$tmp/s.jsonl" launches)" = "$launches" ] ||
+    fail "shim saw $(summary "$tmp/s.jsonl" launches) launches, the program made $launches"
+  [ "$(summary "$tmp/s.jsonl" collectives.ncclAllReduce)" = 40 ] ||
+    fail "collectives.ncclAllReduce is $(summary "$tmp/s.jsonl" collectives.ncclAllReduce), want 40"
+  [ "$(summary "$tmp/s.jsonl" graph_launches)" -gt 0 ] || fail "no graph was launched"
+  for r in e s; do
+    [ "$(stat internal_launches "$tmp/$r.nccl")" = 40 ] ||
+      fail "$r: NCCL made $(stat internal_launches "$tmp/$r.nccl") internal launches, want 40"
+  done
+}
