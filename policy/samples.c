@@ -125,7 +125,7 @@ static struct cg_chunk *holdable(const struct cg_stream *s, const struct cg_op *
  * launched, as with a deferral), so that the occurrence can run as its graph, or as a burst
  * between the backend's events, once complete. Learning goes on as if they had passed: where it
  * cuts elsewhere, or an op differs (and no other learning chunk begins with the held ops and
- * it: cg_hold_switch), or a boundary or the flusher comes first, they run eagerly as they are
+ * it: hold_switch), or a boundary or the flusher comes first, they run eagerly as they are
  * (cg_release_hold). A stream whose samples the backend keeps declining (a per-thread stream of
  * another thread, timing off) holds for them only now and then, to see whether that changed
  * (samples not read back yet fill the backend's slots for a while): the hold only delays its
