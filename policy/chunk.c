@@ -479,29 +479,36 @@ static void places_grow(struct cg_places *p, uint32_t hint, cg_realloc_fn mem)
 	*p = grown;
 }
 
-void cg_places_note(struct cg_places *p, uint64_t place, uint64_t key, uint32_t hint,
-                    cg_realloc_fn mem)
+enum cg_place_note cg_places_note(struct cg_places *p, uint64_t place, uint64_t key,
+                                  uint32_t hint, cg_realloc_fn mem)
 {
 	places_grow(p, hint, mem);
 	if (!p->slot)
-		return;
+		return CG_PLACE_NEW;
 	struct cg_place *s = place_find(p, place, true);
 	if (s->place != place) {
 		p->used += !s->place;
 		*s = (struct cg_place){ .place = place, .key = { key, 0 }, .hits = { 1, 0 } };
-		return;
+		return CG_PLACE_NEW;
 	}
+	enum cg_place_note note = CG_PLACE_SAME;
 	uint8_t i = s->key[0] == key ? 0 : s->key[1] == key ? 1 : 2;
-	if (i == 2) {  /* a third chunk: it replaces the weaker */
+	if (i == 2 && !s->key[1]) {
+		i = 1;  /* the place's second chunk */
+		s->key[1] = key;
+		note = CG_PLACE_SECOND;
+	} else if (i == 2) {  /* a third chunk: it replaces the weaker */
 		i = s->hits[0] < s->hits[1] ? 0 : 1;
 		s->key[i] = key;
 		s->hits[i] = 0;
+		note = CG_PLACE_REPLACED;
 	}
 	if (s->hits[i] < CG_PLACE_HITS)
 		s->hits[i]++;
 	if (s->hits[1 - i])
 		s->hits[1 - i]--;
 	s->last = i;
+	return note;
 }
 
 uint64_t cg_places_predict(const struct cg_places *p, uint64_t place, uint32_t *margin)

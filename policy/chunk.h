@@ -168,10 +168,14 @@ struct cg_places {
 
 /* The place after the `occurrence`-th end of chunk `key` since the last boundary; never 0. */
 uint64_t cg_place_after(uint64_t key, uint32_t occurrence);
+/* What running chunk `key` at a place did to it: the place is new (or the table is absent), the
+ * chunk ran there before, it is the place's second variant, or a third that took the weaker
+ * one's slot (a place keeps two). */
+enum cg_place_note { CG_PLACE_NEW, CG_PLACE_SAME, CG_PLACE_SECOND, CG_PLACE_REPLACED };
 /* Chunk `key` ran at `place`. The table grows towards `hint` places (the chunks known); out of
  * memory it stays as it is (or absent: nothing is predicted). */
-void cg_places_note(struct cg_places *p, uint64_t place, uint64_t key, uint32_t hint,
-                    cg_realloc_fn mem);
+enum cg_place_note cg_places_note(struct cg_places *p, uint64_t place, uint64_t key,
+                                  uint32_t hint, cg_realloc_fn mem);
 /* The chunk that ran at `place` most often lately (0: unknown), and by how many runs it leads
  * the other one that ran there (*margin, 0 to 7: how settled the place is). */
 uint64_t cg_places_predict(const struct cg_places *p, uint64_t place, uint32_t *margin);

@@ -118,8 +118,12 @@ void cg_chunk_ended(struct cg_stream *s, struct cg_chunk *t)
 		s->eager_place = NULL;
 		return;
 	}
-	if (s->place && !s->place_unsure)
-		cg_places_note(&s->places, s->place, t->key, s->ix.nchunks, s->e->mem);
+	if (s->place && !s->place_unsure) {
+		enum cg_place_note n = cg_places_note(&s->places, s->place, t->key, s->ix.nchunks,
+		                                      s->e->mem);
+		ST(s, place_variants, n == CG_PLACE_SECOND);
+		ST(s, place_variants_past, n == CG_PLACE_REPLACED);
+	}
 	s->place_unsure = false;
 	s->eager_place = NULL;
 	uint64_t epoch = place_epoch(s);
