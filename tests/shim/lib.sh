@@ -101,3 +101,21 @@ nccl_loop() {
       fail "$r: NCCL made $(stat internal_launches "$tmp/$r.nccl") internal launches, want 40"
   done
 }
+
+# controlled SPIN WANT ITERS: the control cases' shared checks. fourway --iters ITERS eagerly and
+# under the shim with the deferral controller on and the fake's eager and graph launches made to
+# cost SPIN (FAKECUDA_SPIN_NS): the same result and work, a decision in the report whose first
+# verdict is WANT (graphs or eager), and the summary's controller in that mode with a decision.
+controlled() {
+  local spin=$1 want=$2 iters=$3 first mode
+  export CUGRAFT_MEASURE=1
+  eager e "$progs/fourway" --iters "$iters"
+  FAKECUDA_SPIN_NS=$spin shim s "$progs/fourway" --iters "$iters"
+  same_result e s; same_work e s
+  grep -q '"event":"decision"' "$tmp/s.jsonl" || fail "no controller decision in the report"
+  first=$(grep -m1 '"event":"decision"' "$tmp/s.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["decision"])')
+  [ "$first" = "$want" ] || fail "first decision $first, want $want: $(grep -m1 '"event":"decision"' "$tmp/s.jsonl")"
+  mode=$(summary "$tmp/s.jsonl" control.mode)
+  [ "$mode" = "$want" ] || fail "the summary's control mode is '$mode', want $want"
+  [ "$(summary "$tmp/s.jsonl" control.decisions)" -ge 1 ] || fail "the summary counts no decision"
+}
