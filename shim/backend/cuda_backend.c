@@ -36,6 +36,9 @@ struct chunk_graph {
 
 /* Device memory the instantiated graphs hold now, and at most (cg_backend_graph_memory). */
 static _Atomic uint64_t graph_mem, graph_mem_peak;
+/* Host time spent building graphs (capture and instantiation), failed builds included
+ * (cg_backend_build_time). */
+static _Atomic uint64_t build_ns;
 
 static int fail(CUresult r, const char **detail)
 {
@@ -156,6 +159,11 @@ void cg_backend_graph_memory(uint64_t *now, uint64_t *peak)
 	*peak = atomic_load(&graph_mem_peak);
 }
 
+uint64_t cg_backend_build_time(void)
+{
+	return atomic_load(&build_ns);
+}
+
 static void graph_free(struct chunk_graph *g)
 {
 	atomic_fetch_sub(&graph_mem, g->mem);
@@ -252,11 +260,13 @@ static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
 			*detail = "out of host memory";
 		return -ENOMEM;
 	}
+	uint64_t t0 = cg_monotonic_ns();
 	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : capture_chunk(s, g, ops, n);
 	if (r == CUDA_SUCCESS)
 		r = instantiate_chunk(g, ops, n);
 	cg_backend_leave(in);
+	atomic_fetch_add(&build_ns, cg_monotonic_ns() - t0);
 	if (r != CUDA_SUCCESS) {
 		graph_free(g);
 		return fail(r, detail);

@@ -173,6 +173,8 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	                                         (double)st->graph_launches) -
 	               (double)st->patches * HOST_US_PER_PATCH;
 	cg_json_double(j, "host_time_saved_us", saved > 0 ? saved : 0.0);
+	/* what the savings first cost: the program's launch calls that built a graph waited for it */
+	cg_json_double(j, "graph_build_us", (double)cg_backend_build_time() / 1000.0);
 }
 
 /* The ops run eagerly by reason, the boundaries by kind, the calls by entry point: those cugraft
