@@ -9,7 +9,8 @@ GPU every step. There is no KV cache: each step runs the whole model over
                       positions; cuBLAS picks other GEMM kernels at some lengths);
   --context window    the last --window tokens, at their positions in the sequence (the
                       prompt is at least that long, so every step has the same shapes).
-Writes the generated token ids (one a line) to --out ("%p" in the name: the process id), and
+Writes the generated token ids (one a line) to --out ("%p" in the name: the process id), each
+token's time to --token-times, and
 prints step_ms and iter_us per generated token (the first WARMUP_STEPS tokens excluded, as
 bench/train_torch.py excludes its warmup steps), cpu_ms (the main thread's CPU time per token,
 spinning in the waits included), device_free_mib and total_s (the whole run from the script's
@@ -103,6 +104,9 @@ def parse_args(argv=None):
                     help="transformer blocks (default %d; the time per token grows with L)" % LAYERS)
     ap.add_argument("--out", metavar="FILE",
                     help="file for the generated token ids, one a line (%%p: the process id)")
+    ap.add_argument("--token-times", metavar="FILE",
+                    help="file for each token's time in microseconds, one a line (%%p: the process "
+                         "id): where in a run the time goes (learning, a new kernel choice)")
     ap.add_argument("--device", default="cuda",
                     help="torch device (default cuda; cpu only checks the script: its times are "
                          "no GPU figures)")
@@ -140,11 +144,12 @@ def main(argv=None):
     ids = torch.empty(1, total, dtype=torch.long, device=dev)
     ids[0, :args.prompt] = torch.randint(0, VOCAB, (args.prompt,), generator=g).to(dev)
 
-    tokens, n, t0 = [], args.prompt, None
+    tokens, n, t0, stamps = [], args.prompt, None, []
     with torch.no_grad():
         for i in range(args.tokens):
             if i == WARMUP_STEPS:
                 t0, c0 = time.perf_counter(), time.thread_time()
+            stamps.append(time.perf_counter())
             start = 0 if args.context == "growing" else n - args.window
             tok = model(ids[:, start:n], start).argmax(dim=-1).item()  # the host waits here
             # the next input comes from the host's value: one fill kernel, the token its
@@ -155,11 +160,15 @@ def main(argv=None):
             n += 1
     if dev.type == "cuda":
         torch.cuda.synchronize()
-    step_ms = (time.perf_counter() - t0) * 1e3 / (args.tokens - WARMUP_STEPS)
+    stamps.append(time.perf_counter())
+    step_ms = (stamps[-1] - t0) * 1e3 / (args.tokens - WARMUP_STEPS)
     cpu_ms = (time.thread_time() - c0) * 1e3 / (args.tokens - WARMUP_STEPS)
     if args.out:
         with open(args.out.replace("%p", str(os.getpid())), "w") as f:
             f.writelines("%d\n" % v for v in tokens)
+    if args.token_times:
+        with open(args.token_times.replace("%p", str(os.getpid())), "w") as f:
+            f.writelines("%.1f\n" % ((b - a) * 1e6) for a, b in zip(stamps, stamps[1:]))
     print("step_ms %.4f" % step_ms)
     print("iter_us %.3f" % (step_ms * 1e3))
     print("cpu_ms %.4f" % cpu_ms)
