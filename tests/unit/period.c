@@ -568,6 +568,31 @@ static void test_noise_that_launches(void **state)
 	expect_step(630);
 }
 
+/* A step of two halves that differ in more than noise (2 launches or a 16th of 60: 3): 60
+ * launches and a read, where every other iteration 4 or 8 of the launches are other kernels,
+ * together (a block of its own) or spread out (another variant of some of its layers). Each
+ * half alone leaves those launches unexplained every other iteration: the step is both. */
+static void test_halves_that_differ_in_more_than_noise(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 4; c++) {
+		uint32_t differ = c < 2 ? 4 : 8, every = 60 / differ;
+		bool spread = c % 2;
+		acts = 0;
+		model_init();
+		for (int it = 0; it < 200; it++) {
+			for (uint32_t k = 0; k < 60; k++) {
+				bool other = it % 2 && (spread ? k % every == 3 && k / every < differ
+				                               : k >= 20 && k < 20 + differ);
+				launch((other ? 2000 : 1000) + k);
+			}
+			boundary(B_COPY);
+			boundary(B_SYNC);
+		}
+		expect_step(120);
+	}
+}
+
 /* Runs of one event fold into one: 1000 launches of a kernel and a sync are 2 events. */
 static void test_runs(void **state)
 {
@@ -610,6 +635,7 @@ int main(void)
 		cmocka_unit_test(test_boundaries_a_timing_decides),
 		cmocka_unit_test(test_decode_many_layers),
 		cmocka_unit_test(test_noise_that_launches),
+		cmocka_unit_test(test_halves_that_differ_in_more_than_noise),
 		cmocka_unit_test(test_runs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
