@@ -10,7 +10,7 @@
 
 enum {
 	LATEST_SHARE = 8,    /* a later phase, or a loop taking turns with the heaviest, from 1/8 */
-	NOISE_EVERY = 5,     /* at most one disturbance per 5 iterations */
+	NOISE_EVERY = 5,     /* at most one launching insertion or deletion per 5 iterations */
 	NOISE_LAUNCHES = 2,  /* a disturbance carrying at most 2 launches more or less is noise, */
 	NOISE_SHARE = 16,    /* or at most a 16th of one iteration's */
 	KGRAM = 8,           /* events hashed together to find where the sequence recurs */
@@ -217,27 +217,68 @@ static uint64_t reference_launches(const uint32_t *launches, size_t p, size_t j,
 /* What an alignment of [ref, hi) to its reference period found, counted up to the last whole
  * iteration. A cluster is a run of edits between matched events that involves launches (a
  * boundary more or less, a copy or an event record a timing decides, does not count);
- * `structural` those carrying more than noise, the first of them at [cut_lo, cut_hi). `launches`: those of matched events,
- * and of changed ones as far as they replace the reference's (a kernel another shape picks
- * explains its place). */
+ * `limited` those that count against the rate of noise: all but substitutions (events
+ * replaced by as many of their kind), and those too where an iteration's substitutions
+ * (`swaps` of them so far, `swapped` launches) carry more than noise; `structural` those
+ * carrying more than noise, the first of them at [cut_lo, cut_hi). `launches`: those of
+ * matched events, and of changed ones as far as they replace the reference's (a kernel
+ * another shape picks explains its place). */
 struct walk {
-	size_t end, last, iterations, clusters, structural, cut_lo, cut_hi;
-	uint64_t mass, launches, per;
+	size_t end, last, iterations, clusters, limited, swaps, structural, cut_lo, cut_hi;
+	uint64_t mass, launches, per, swapped;
 };
 
 /* An edited stretch (calls from `open_at` to `i`, `ins` launches inserted and `del` deleted
- * against the reference) ends where the reference matches again: its launches count, and one
- * whose net change carries more than `noise` is structure (the first one's place kept). */
-static void close_edit(struct walk *run, uint64_t ins, uint64_t del, uint64_t noise,
+ * against the reference; `swap`: its events replaced as many of the reference's, each of its
+ * kind) ends where the reference matches again: its launches count, and one whose net change
+ * carries more than `noise` is structure (the first one's place kept). */
+static void close_edit(struct walk *run, uint64_t ins, uint64_t del, bool swap, uint64_t noise,
                        size_t open_at, size_t i)
 {
 	uint64_t net = ins > del ? ins - del : del - ins;
 	run->launches += ins < del ? ins : del;
-	run->clusters += ins || del;  /* boundaries alone are no limit */
+	if (ins || del) {  /* boundaries alone are no limit */
+		run->clusters++;
+		if (swap) {  /* judged with the iteration's others, when it ends */
+			run->swaps++;
+			run->swapped += ins > del ? ins : del;
+		} else {
+			run->limited++;
+		}
+	}
 	if (net > noise && run->structural++ == 0) {
 		run->cut_lo = open_at;
 		run->cut_hi = i;
 	}
+}
+
+/* Makes the `a` events of t from i, changed, the reference's from phase j (a kernel that a
+ * longer context picks from some token on is one change, not one per token). Returns whether
+ * each is of the kind of the one it replaces: both launch (a kernel, a run, a graph) or
+ * neither does (boundaries). */
+static bool change(const struct seq *q, size_t i, size_t p, size_t j, size_t a)
+{
+	bool same = true;
+	for (size_t k = 0; k < a; k++) {
+		uint32_t launches = (uint32_t)launches_in(q->msum, i + k, i + k + 1);
+		same = same && (launches > 0) == (q->ref_launches[(j + k) % p] > 0);
+		q->ref[(j + k) % p] = q->t[i + k];
+		q->ref_launches[(j + k) % p] = launches;
+	}
+	return same;
+}
+
+/* An iteration ends at i. Its substitutions are noise at any rate as long as together they
+ * carry no more than noise: halves of a step that differ in more are no variants of one. */
+static void iteration_ends(struct walk *run, size_t i, uint64_t noise)
+{
+	run->iterations++;
+	run->last = run->end;
+	run->end = i;
+	if (run->swapped > noise)
+		run->limited += run->swaps;
+	run->swaps = 0;
+	run->swapped = 0;
 }
 
 /* Aligns t[ref, hi) to the period t[ref, ref + p) from its start: each event matches the
@@ -260,11 +301,12 @@ static void align(const struct seq *q, size_t p, size_t ref, size_t hi, struct w
 	uint64_t noise = noise_launches(run.per), ins = 0, del = 0;
 	size_t i = ref, j = 0, open_at = 0;
 	bool open = false, wrapped = false;  /* wrapped: an iteration ended inside the open cluster */
+	bool swap = false;                   /* the open cluster's edits are substitutions */
 	*w = run;
 	while (i < hi) {
 		if (t[i] == r[j]) {
 			if (open) {
-				close_edit(&run, ins, del, noise, open_at, i);
+				close_edit(&run, ins, del, swap, noise, open_at, i);
 				open = false;
 				if (wrapped)
 					*w = run;
@@ -279,23 +321,22 @@ static void align(const struct seq *q, size_t p, size_t ref, size_t hi, struct w
 				open = true;
 				open_at = i;
 				ins = del = 0;
+				swap = true;
 			}
 			size_t a, b;
 			edit_at(t, i, hi, r, p, j, &a, &b);
 			ins += launches_in(msum, i, i + a);
 			del += reference_launches(rl, p, j, b);
-			for (size_t k = 0; a == b && k < a; k++) {
-				r[(j + k) % p] = t[i + k];
-				rl[(j + k) % p] = (uint32_t)launches_in(msum, i + k, i + k + 1);
-			}
+			if (a == b)
+				swap = change(q, i, p, j, a) && swap;
+			else
+				swap = false;
 			i += a;
 			j += b;
 		}
 		if (j >= p) {  /* an iteration ends: what is counted so far stands, once edits end */
 			j -= p;
-			run.iterations++;
-			run.last = run.end;
-			run.end = i;
+			iteration_ends(&run, i, noise);
 			if (open)
 				wrapped = true;
 			else
@@ -320,9 +361,9 @@ static void add(struct loops *ls, const struct loop *l)
 }
 
 /* The stretch [lo, hi) of period p as a loop, if it is one: 3 iterations at least, launching
- * something, at most one disturbance per NOISE_EVERY iterations, none of them structure. One
- * structural break is cut out (a different step once); two or more mean the period is a part
- * of a larger step. Returns whether a loop was added. */
+ * something, at most one disturbance limited by rate per NOISE_EVERY iterations, none of them
+ * structure. One structural break is cut out (a different step once); two or more mean the
+ * period is a part of a larger step. Returns whether a loop was added. */
 static bool examine(const struct seq *q, size_t p, size_t lo, size_t hi, bool cut, struct loops *ls)
 {
 	if (hi - lo < 3 * p)
@@ -334,7 +375,7 @@ static bool examine(const struct seq *q, size_t p, size_t lo, size_t hi, bool cu
 		bool before = examine(q, p, lo, w.cut_lo, false, ls);
 		return examine(q, p, w.cut_hi, hi, false, ls) || before;
 	}
-	if (w.structural || w.iterations < 3 || w.per == 0 || w.clusters * NOISE_EVERY > w.iterations)
+	if (w.structural || w.iterations < 3 || w.per == 0 || w.limited * NOISE_EVERY > w.iterations)
 		return false;
 	for (size_t k = 0; k < p; k++)
 		q->set[k] = q->t[ref + k];

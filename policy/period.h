@@ -25,10 +25,13 @@ struct cg_period {
  *
  * Noise is a place where the pattern breaks that carries at most 2 launches more or less, or
  * a sixteenth of one iteration's (a kernel another shape picks, a loss read every 10 steps),
- * at most once per 5 iterations where it involves launches; boundaries alone, inserted or left
- * out (copies and event records a timing decides), at any rate. A break that carries more is
- * structure: layers that repeat 12 times in a decoding step are no step, since the head's
- * launches break them every token.
+ * at most once per 5 iterations where it inserts or leaves out launches. At any rate: where it
+ * inserts or leaves out boundaries alone (copies and event records a timing decides), and
+ * where it replaces events by as many of their kind, a launch by a launch, as long as an
+ * iteration's replaced launches are within noise (a kernel that data or an address's alignment
+ * picks is a variant of the step; halves of a step that really differ differ in more). A
+ * break that carries more is structure: layers that repeat 12 times in a decoding step are no
+ * step, since the head's launches break them every token.
  *
  * Where several periods describe the same stretches of the sequence, the smallest whose
  * pattern explains (matches) nearly the launches of the one that explains the most wins, and

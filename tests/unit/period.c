@@ -568,6 +568,98 @@ static void test_noise_that_launches(void **state)
 	expect_step(630);
 }
 
+/* A step of two halves that differ in more than noise (2 launches or a 16th of 60: 3): 60
+ * launches and a read, where every other iteration 4 or 8 of the launches are other kernels,
+ * together (a block of its own) or spread out (another variant of some of its layers). Each
+ * half alone leaves those launches unexplained every other iteration: the step is both. */
+static void test_halves_that_differ_in_more_than_noise(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 4; c++) {
+		uint32_t differ = c < 2 ? 4 : 8, every = 60 / differ;
+		bool spread = c % 2;
+		acts = 0;
+		model_init();
+		for (int it = 0; it < 200; it++) {
+			for (uint32_t k = 0; k < 60; k++) {
+				bool other = it % 2 && (spread ? k % every == 3 && k / every < differ
+				                               : k >= 20 && k < 20 + differ);
+				launch((other ? 2000 : 1000) + k);
+			}
+			boundary(B_COPY);
+			boundary(B_SYNC);
+		}
+		expect_step(120);
+	}
+}
+
+/* (e) bench/decode_torch.py's greedy decoding, no KV cache: per token the embedding and the
+ * positions added, 3 layers of 18 launches, the final norm, the head, the argmax, the token
+ * read (.item(): a copy, a sync), then the token written into the input (`ids[0, n].fill_`).
+ * That int64's address is 16-byte aligned every other token, and PyTorch fills an aligned one
+ * with its vectorised kernel, another one with its unrolled kernel: one kernel in 60 that
+ * alternates, a variant of the token, not a step of two tokens. With the whole sequence as
+ * context (growing) the shapes change too: a memset whose size is part of its key changes
+ * every 8 tokens, cuBLAS picks another kernel for the projection's GEMM over two ranges of
+ * lengths, and the softmax is another kernel from the 256th position on. */
+enum { K_LN = 420, K_QKV, K_COPY, K_BMM, K_DIV, K_MASK, K_SOFTMAX, K_ADD, K_PROJ, K_FC, K_GELU,
+       K_OUT, K_HEAD, K_ARGMAX, K_EMBED, K_PROJ_OTHER = 450, K_SOFTMAX_LONG, K_MEMSET = 800 };
+
+static void decode_layer(uint32_t proj, uint32_t softmax)
+{
+	launch(K_LN);
+	launch(K_QKV);
+	launch(K_COPY);           /* q and k made contiguous */
+	launch(K_COPY);
+	launch(K_BMM);            /* q @ k^T */
+	launch(K_DIV);
+	launch(K_MASK);
+	launch(softmax);
+	launch(K_COPY);           /* v */
+	launch(K_BMM);            /* att @ v */
+	launch(K_COPY);           /* heads back together */
+	launch(proj);
+	launch(K_ADD);
+	launch(K_LN);
+	launch(K_FC);
+	launch(K_GELU);
+	launch(K_OUT);
+	launch(K_ADD);
+}
+
+static void decode_token(int token, bool growing)
+{
+	uint32_t length = 128 + (uint32_t)token;  /* the prompt's 128 tokens and those made */
+	bool other = growing && ((length >= 170 && length < 210) || (length >= 300 && length < 340));
+	bool long_softmax = growing && length >= 256;
+	if (growing)
+		launch(K_MEMSET + length / 8);
+	launch(K_EMBED);
+	launch(K_ADD);             /* positions */
+	for (int l = 0; l < 3; l++)
+		decode_layer(other ? K_PROJ_OTHER : K_PROJ, long_softmax ? K_SOFTMAX_LONG : K_SOFTMAX);
+	launch(K_LN);
+	launch(K_HEAD);
+	launch(K_ARGMAX);
+	boundary(B_COPY);
+	boundary(B_SYNC);
+	launch(token % 2 ? 700 : 701);  /* the fill, aligned every other token */
+}
+
+static void test_decode_with_a_kernel_picked_by_alignment(void **state)
+{
+	(void)state;
+	for (int growing = 0; growing <= 1; growing++) {
+		acts = 0;
+		model_init();
+		boundary(B_COPY);  /* the prompt */
+		for (int token = 0; token < 300; token++)
+			decode_token(token, growing);
+		boundary(B_SYNC);
+		expect_step(2 + 3 * 18 + 3 + 1 + (uint32_t)growing);
+	}
+}
+
 /* Runs of one event fold into one: 1000 launches of a kernel and a sync are 2 events. */
 static void test_runs(void **state)
 {
@@ -610,6 +702,8 @@ int main(void)
 		cmocka_unit_test(test_boundaries_a_timing_decides),
 		cmocka_unit_test(test_decode_many_layers),
 		cmocka_unit_test(test_noise_that_launches),
+		cmocka_unit_test(test_halves_that_differ_in_more_than_noise),
+		cmocka_unit_test(test_decode_with_a_kernel_picked_by_alignment),
 		cmocka_unit_test(test_runs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
