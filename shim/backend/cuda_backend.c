@@ -92,9 +92,9 @@ static CUresult submit(const struct cg_op *op, CUstream st)
 		return r;
 	}
 	case CG_K_MEMSET8:
-		return CG_REAL(cuMemsetD8Async)(mem_arg(op, 0), (unsigned char)mem_arg(op, 1), sig->b, st);
+		return CG_REAL(cuMemsetD8Async)(mem_arg(op, 0), (unsigned char)mem_arg(op, 1), mem_arg(op, 2), st);
 	case CG_K_MEMSET32:
-		return CG_REAL(cuMemsetD32Async)(mem_arg(op, 0), (unsigned int)mem_arg(op, 1), sig->b, st);
+		return CG_REAL(cuMemsetD32Async)(mem_arg(op, 0), (unsigned int)mem_arg(op, 1), mem_arg(op, 2), st);
 	case CG_K_COPY:
 		return CG_REAL(cuMemcpyDtoDAsync_v2)(mem_arg(op, 0), mem_arg(op, 1), mem_arg(op, 2), st);
 	}
@@ -322,7 +322,7 @@ static CUresult patch_memop(struct chunk_graph *g, uint32_t index, const struct 
 	}
 	CUDA_MEMSET_NODE_PARAMS m = {
 		.dst = mem_arg(op, 0), .value = (unsigned)mem_arg(op, 1),
-		.elementSize = sig->kind == CG_K_MEMSET8 ? 1 : 4, .width = sig->b, .height = 1,
+		.elementSize = sig->kind == CG_K_MEMSET8 ? 1 : 4, .width = mem_arg(op, 2), .height = 1,
 	};
 	return CG_REAL(cuGraphExecMemsetNodeSetParams)(g->exec, g->nodes[index], &m, g->ctx);
 }

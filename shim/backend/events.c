@@ -49,7 +49,7 @@ static void json_op(struct cg_json *j, const char *key, const struct cg_op *op)
 		cg_json_uint(j, "attributes", s->nattrs);
 		cg_json_uint(j, "param_bytes", op->args_len - CG_ARGS_PARAMS);
 	} else {
-		cg_json_uint(j, s->kind == CG_K_COPY ? "bytes" : "count", cg_memop_count(s, op->args));
+		cg_json_uint(j, s->kind == CG_K_COPY ? "bytes" : "count", cg_memop_count(op->args));
 	}
 	cg_json_obj_end(j);
 }

@@ -55,8 +55,6 @@ struct cg_sig {
 	uint32_t nattrs;
 	uint64_t fn;                    /* CUfunction / CUkernel */
 	const struct cg_layout *layout; /* kernels */
-	uint64_t a, b;                  /* memset: -, count; copy: -, bytes (the rest is in args:
-	                                   {destination, value} / {destination, source}) */
 	CUlaunchAttribute attrs[CG_MAX_ATTRS]; /* normalised: unused bytes zero. Cluster dimensions
 	                                          among them: a node keeps its attributes when it is
 	                                          updated, so they must match */
@@ -83,11 +81,12 @@ static inline struct cg_launch_shape cg_op_shape(const void *args)
 	memcpy(&sh, args, sizeof(sh));
 	return sh;
 }
-/* A memop's arguments: destination, then source (a copy) or value (a memset), then a copy's
- * size in bytes. A copy's size travels with its arguments, since a graph's 1-D copy node takes
- * a new one (cuGraphExecMemcpyNodeSetParams): a tensor copied whole as it grows is one op that
- * is patched, not a new op every step. A memset's count stays in its signature (sig.b): a
- * memset node may refuse a new width. */
+/* A memop's arguments: destination, then source (a copy) or value (a memset), then its size:
+ * a copy's bytes, a memset's elements. The size travels with the arguments, since a graph's
+ * 1-D copy and memset nodes take a new one (cuGraphExecMemcpyNodeSetParams,
+ * cuGraphExecMemsetNodeSetParams): a tensor copied or zeroed whole as it grows is one op that is
+ * patched, not a new op every step. (Where a driver refused a new width, the patch fails and
+ * the chunk backs off: its ops run as the program submitted them.) */
 #define CG_MEMOP_ARGS 3
 static inline uint64_t cg_memop_arg(const void *args, int i)
 {
@@ -97,9 +96,9 @@ static inline uint64_t cg_memop_arg(const void *args, int i)
 }
 
 /* Bytes of a copy, elements of a memset. */
-static inline uint64_t cg_memop_count(const struct cg_sig *s, const void *args)
+static inline uint64_t cg_memop_count(const void *args)
 {
-	return s->kind == CG_K_COPY ? cg_memop_arg(args, 2) : s->b;
+	return cg_memop_arg(args, 2);
 }
 
 static inline const char *cg_op_params(const void *args)

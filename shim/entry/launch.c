@@ -272,7 +272,6 @@ static enum cg_reason kernel_op(struct cg_op *op, struct cg_sig *sig, unsigned c
 	sig->kind = CG_K_KERNEL;
 	sig->fn = (uint64_t)(uintptr_t)f;
 	sig->layout = l;
-	sig->a = sig->b = 0;
 	if (!pack_attrs(sig, attrs, nattrs) || !shape_valid(grid, block, sig))
 		return CG_R_UNGRAPHABLE;
 	uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
@@ -435,17 +434,17 @@ KERNEL_HOOK(cuLaunchKernel_ptsz, true)
 KERNEL_EX_HOOK(cuLaunchKernelEx, false)
 KERNEL_EX_HOOK(cuLaunchKernelEx_ptsz, true)
 
-/* Memory ops: the size is the signature; destination, value and source are arguments, so a
- * moving buffer is patched into the graph's memset/copy node like a kernel argument. */
+/* Memory ops: the kind is the signature; destination, value or source and size are arguments,
+ * so a moving or growing buffer is patched into the graph's memset/copy node like a kernel
+ * argument. */
 static void mem_op(struct cg_op *op, struct cg_sig *sig, uint64_t args[CG_MEMOP_ARGS],
                    enum cg_kind kind, CUdeviceptr dst, uint64_t v, size_t n)
 {
 	memset(sig, 0, offsetof(struct cg_sig, attrs));
 	sig->kind = kind;
-	sig->b = kind == CG_K_COPY ? 0 : n;  /* (sig.h: a copy's size is an argument) */
 	args[0] = dst;
 	args[1] = v;
-	args[2] = kind == CG_K_COPY ? n : 0;
+	args[2] = n;  /* an argument, not the signature (sig.h) */
 	op->sig = sig;
 	op->sig_len = cg_sig_len(sig);
 	op->args = args;

@@ -15,9 +15,12 @@
  * shim, and a refused launch must not run. --kernel: the same through a CUkernel handle,
  * cuLaunchKernelEx and cuKernelSetAttribute. --copy: the default token, summing a device copy
  * that grows by one block's elements every token (a sequence copied whole as it grows), so
- * that a replay copying another size than the one asked for changes the checksum.
+ * that a replay copying another size than the one asked for changes the checksum. --memset:
+ * the default token, summing a buffer that a memset fills with the token's value over one
+ * block's elements more every token (a growing output zeroed before a split-K GEMM adds into
+ * it), and one block past it, so that a replay setting another width changes the checksum.
  * Prints `checksum <hex>`.
- * usage: conf_grow [--iters N] [--block | --cluster | --limit [--kernel] | --copy] */
+ * usage: conf_grow [--iters N] [--block | --cluster | --limit [--kernel] | --copy | --memset] */
 #include "prog.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +105,11 @@ static CUresult token(const struct k *k, int t, int mode, int refused)
     void *cat_p[] = { (void *)&k->out, (void *)&k->cat };
     CK(cuMemcpyDtoDAsync(k->cat, k->in, (size_t)(1 + t) * BLOCK * sizeof(unsigned), k->s));
     CK(cuLaunchKernel(k->sum, 1 + t, 1, 1, BLOCK, 1, 1, 0, k->s, cat_p, NULL));
+  } else if (mode == 'm') {
+    void *cat_p[] = { (void *)&k->out, (void *)&k->cat };
+    unsigned v = (unsigned)t * 2654435761u ^ 0x5bd1e995u;
+    CK(cuMemsetD32Async(k->cat, v, (size_t)(1 + t) * BLOCK, k->s));
+    CK(cuLaunchKernel(k->sum, 2 + t, 1, 1, BLOCK, 1, 1, 0, k->s, cat_p, NULL));
   } else {
     CK(cuLaunchKernel(k->sum, 1 + t, 1, 1, BLOCK, 1, 1, 0, k->s, sum_p, NULL));
   }
@@ -115,7 +123,8 @@ int main(int argc, char **argv)
 {
   int iters = prog_iters(argc, argv, 200);
   int mode = prog_flag(argc, argv, "--block") ? 'b' : prog_flag(argc, argv, "--cluster") ? 'c'
-           : prog_flag(argc, argv, "--limit") ? 'l' : prog_flag(argc, argv, "--copy") ? 'y' : 0;
+           : prog_flag(argc, argv, "--limit") ? 'l' : prog_flag(argc, argv, "--copy") ? 'y'
+           : prog_flag(argc, argv, "--memset") ? 'm' : 0;
   prog_init();
   CUmodule mod = prog_module();
   struct k k = { .chain = prog_fn(mod, "cg_chain"), .mix = prog_fn(mod, "cg_step_mix"),
