@@ -25,7 +25,7 @@ static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 	if (xa)
 		t->xargs = xa;
 	void *graph = NULL;
-	const char *detail = NULL;
+	const char *detail = xa ? NULL : "out of host memory";
 	for (uint32_t i = 0; xa && i < t->n; i++)
 		cg_scratch_op(&s->sc, i, &s->ops[i]);
 	if (!xa || e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, &detail) != 0) {
