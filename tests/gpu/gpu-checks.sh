@@ -134,6 +134,13 @@ if want conf; then
     [ -x "$progs/conf_$c" ] || continue
     SHIM_ENV="CUGRAFT_AUDIT=1" run conf_$c "$progs/conf_$c"; compare_exit conf_$c
   done
+  # a device copy and a memset whose sizes grow every token: patched into the graph's nodes
+  for m in copy memset; do
+    [ -x "$progs/conf_grow" ] || continue
+    SHIM_ENV="CUGRAFT_AUDIT=1" run conf_grow-$m "$progs/conf_grow" --$m; compare_exit conf_grow-$m
+    echo "   conf_grow-$m: $(summary "$out/conf_grow-$m.jsonl" ops_replayed ops divergences |
+      awk '{printf "replayed %s of %s ops, %s divergences", $1, $2, $3}')"
+  done
 fi
 if want conf-gpu; then
   # runtime-API conformance programs (tests/gpu/conf): same exit status and identical checksum
