@@ -290,7 +290,8 @@ static void cg_print_totals(const struct cg_merged *m)
 		if (captured > 0)
 			printf("  captured   %.0f launches into the program's own graphs (not counted as ops: its graph launches run them)\n",
 			       captured);
-		printf("  saved      ~%.1f ms host time (estimate)", cg_merged_total(m, "host_time_saved_us", 0) / 1000.0);
+		printf("  saved      ~%.1f ms host time (estimate)",
+		       cg_merged_total(m, "host_time_saved_us", 0) / 1000.0);
 		double build = cg_merged_total(m, "graph_build_us", -1);
 		if (build >= 0)
 			printf("; building the graphs took %.1f ms", build / 1000.0);
