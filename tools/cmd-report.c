@@ -273,6 +273,24 @@ static void cg_print_sites(const struct cg_merged *m)
 	cg_counts_free(&sorted);
 }
 
+/* What the replays took of the host: launching the graphs and patching their nodes, each
+ * with its cost per call, where the summary has them (older files do not). */
+static void cg_print_replay_cost(const struct cg_merged *m)
+{
+	double launch = cg_merged_total(m, "graph_launch_us", -1);
+	double patch = cg_merged_total(m, "patch_us", -1);
+	double launches = cg_merged_total(m, "graph_launches", 0);
+	double patches = cg_merged_total(m, "patches", 0);
+	if (launch < 0 || patch < 0 || launches <= 0)
+		return;
+	printf("  replay     launching the graphs took %.1f ms (%.2f us each)", launch / 1000.0,
+	       launch / launches);
+	if (patches > 0)
+		printf(", patching %.0f nodes %.1f ms (%.2f us each)", patches, patch / 1000.0,
+		       patch / patches);
+	printf("\n");
+}
+
 /* The share replayed, host time saved and fallback counts of one file or the merge. */
 static void cg_print_totals(const struct cg_merged *m)
 {
@@ -296,6 +314,7 @@ static void cg_print_totals(const struct cg_merged *m)
 		if (build >= 0)
 			printf("; building the graphs took %.1f ms", build / 1000.0);
 		printf("\n");
+		cg_print_replay_cost(m);
 		double graph_mem = cg_merged_total(m, "graph_memory_peak_bytes", -1);
 		if (graph_mem > 0)
 			printf("  memory     the graphs held %.1f MiB of device memory at most (estimate)\n",

@@ -36,9 +36,9 @@ struct chunk_graph {
 
 /* Device memory the instantiated graphs hold now, and at most (cg_backend_graph_memory). */
 static _Atomic uint64_t graph_mem, graph_mem_peak;
-/* Host time spent building graphs (capture and instantiation), failed builds included
- * (cg_backend_build_time). */
-static _Atomic uint64_t build_ns;
+/* Host time in the graph API (cg_backend_host_time): building graphs (capture and
+ * instantiation, failed builds included), patching nodes, launching graphs. */
+static _Atomic uint64_t build_ns, patch_ns, launch_ns;
 
 static int fail(CUresult r, const char **detail)
 {
@@ -159,9 +159,10 @@ void cg_backend_graph_memory(uint64_t *now, uint64_t *peak)
 	*peak = atomic_load(&graph_mem_peak);
 }
 
-uint64_t cg_backend_build_time(void)
+void cg_backend_host_time(struct cg_backend_host_time *out)
 {
-	return atomic_load(&build_ns);
+	*out = (struct cg_backend_host_time){ atomic_load(&build_ns), atomic_load(&patch_ns),
+	                                      atomic_load(&launch_ns) };
 }
 
 static void graph_free(struct chunk_graph *g)
@@ -332,11 +333,13 @@ static int be_patch(void *be, void *graph, uint32_t index, const struct cg_op *o
 	struct chunk_graph *g = graph;
 	if (index >= g->n)
 		return -EINVAL;
+	uint64_t t0 = cg_monotonic_ns();
 	int in = cg_backend_enter(g->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT
 	           : cg_sig_kind(op->sig) == CG_K_KERNEL ? patch_kernel(g, index, op)
 	                                                 : patch_memop(g, index, op);
 	cg_backend_leave(in);
+	atomic_fetch_add(&patch_ns, cg_monotonic_ns() - t0);
 	if (r == CUDA_SUCCESS && cg_nvtx_on())
 		g->patched++;
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
@@ -347,6 +350,7 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 	struct cg_sstate *s = stream;
 	struct chunk_graph *g = graph;
 	CUstream st;
+	uint64_t t0 = cg_monotonic_ns();
 	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : target(s, &st);
 	bool mark = cg_nvtx_on();
@@ -359,6 +363,7 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 	if (mark)
 		cg_nvtx_replay_end();
 	cg_backend_leave(in);
+	atomic_fetch_add(&launch_ns, cg_monotonic_ns() - t0);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 

@@ -18,8 +18,12 @@ void cg_backend_forget_stream(struct cg_sstate *s);
 /* Device memory cugraft's instantiated graphs hold now and held at most (bytes): what the free
  * memory the driver reports dropped by at each instantiation, an estimate. */
 void cg_backend_graph_memory(uint64_t *now, uint64_t *peak);
-/* Host time spent building graphs so far (ns): what learning a chunk costs the program once it
- * has a graph, to weigh against the launch time its replays save. */
-uint64_t cg_backend_build_time(void);
+/* Host time spent in the graph API so far (ns), every stream's: what learning a chunk cost the
+ * program once it has a graph, and what its replays cost instead of the launch calls they
+ * spare (patching the nodes whose arguments changed, launching the graphs). */
+struct cg_backend_host_time {
+	uint64_t build_ns, patch_ns, launch_ns;
+};
+void cg_backend_host_time(struct cg_backend_host_time *out);
 
 #endif

@@ -1,5 +1,6 @@
 # the device memory graphs hold (the fake takes 64 KiB and 256 bytes a node from what cuMemGetInfo
-# reports free, per instantiated graph) is in the summary, and so is the host time the builds took
+# reports free, per instantiated graph) is in the summary, and so is the host time the builds, the
+# patches and the graph launches took
 
 shim s "$progs/fourway" --iters 40
 built=$(summary "$tmp/s.jsonl" graphs_built)
@@ -8,10 +9,18 @@ peak=$(summary "$tmp/s.jsonl" graph_memory_peak_bytes)
 [ "$peak" -ge 65536 ] || fail "graph_memory_peak_bytes $peak with $built graphs built"
 build=$(summary "$tmp/s.jsonl" graph_build_us)
 awk -v b="$build" 'BEGIN { exit !(b > 0) }' || fail "graph_build_us '$build' with $built graphs built"
+launches=$(summary "$tmp/s.jsonl" graph_launches) patches=$(summary "$tmp/s.jsonl" patches)
+[ "$launches" -gt 0 ] && [ "$patches" -gt 0 ] || fail "$launches graph launches, $patches patches"
+for k in graph_launch_us patch_us; do
+  us=$(summary "$tmp/s.jsonl" $k)
+  awk -v t="$us" 'BEGIN { exit !(t > 0) }' || fail "$k '$us' with $launches graph launches, $patches patches"
+done
 cmd=$(dirname "$progs")/../tools/cugraft
 if [ -x "$cmd" ]; then
   "$cmd" report "$tmp/s.jsonl" | grep -q '^  memory .* MiB of device memory' ||
     fail "cugraft report does not say what the graphs held"
   "$cmd" report "$tmp/s.jsonl" | grep -q '^  saved .*; building the graphs took [0-9.]* ms' ||
     fail "cugraft report does not say what building the graphs took"
+  "$cmd" report "$tmp/s.jsonl" | grep -q "^  replay     launching the graphs took [0-9.]* ms (.* us each), patching $patches nodes [0-9.]* ms" ||
+    fail "cugraft report does not say what the graph launches and patches took"
 fi
