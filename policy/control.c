@@ -161,13 +161,17 @@ static uint32_t stand_for_cost(const struct cg_control *c, bool defer)
 	return h >= CG_CONTROL_STAND_MAX ? CG_CONTROL_STAND_MAX : (uint32_t)h + 1;
 }
 
-/* The mode a probe may confirm on a few epochs but not overturn: the last decision's, and
- * before the first, the graphs the trust ran. */
-/* The decision in force: before the first, graphs, unless deferral was seen wasting (the
- * evidence against it is in). */
-static bool standing(const struct cg_control *c)
+/* May a probe that has not seen CG_CONTROL_SAMPLES epochs of each mode settle on `defer`? Only
+ * where that confirms the mode in force: the last decision's, and before the first, the graphs
+ * the trust ran. Deferral seen wasting brought the first probe forward and put no mode in
+ * force: that probe decides on full samples either way (a growing-context decode on the H100,
+ * its deferral wasting as its kernels changed with the length: in 6 runs of 300 tokens, two
+ * first probes of 3+3 epochs found the graphs 6.6-7.8% slower, while 10 of the 11 probes of
+ * 5+5 and 7+7 found them faster, by 1.8-9.1%; four early verdicts for eager, on 3+3 or 5+5
+ * epochs, kept their runs eager for half their tokens). */
+static bool confirms(const struct cg_control *c, bool defer)
 {
-	return c->decisions ? c->last.defer : !c->waste_cut;
+	return c->decisions ? defer == c->last.defer : defer && !c->waste_cut;
 }
 
 /* Has the probe seen enough? Sets *defer and *clear when it has. */
@@ -198,9 +202,9 @@ static bool probe_done(const struct cg_control *c, bool *defer, bool *clear)
 	 * margin (a growing-context decode on the H100, its graphs measured 1.1% faster per op,
 	 * ran 2% slower than eager by the program's own time per token). */
 	bool d = c->waste_cut ? mg < me * (1 - CG_CONTROL_MARGIN) : !(me < mg * (1 - CG_CONTROL_MARGIN));
-	/* A few epochs of each mode may confirm the standing decision, not overturn it: a real
-	 * job's epochs differ by 10-20% from one to the next. */
-	if (!full && d != standing(c))
+	/* A few epochs of each mode may confirm the mode in force, not overturn it: a real job's
+	 * epochs differ by 10-20% from one to the next. */
+	if (!full && !confirms(c, d))
 		return false;
 	*defer = d;
 	return true;

@@ -402,6 +402,33 @@ static void test_waste_probes_early(void **state)
 	assert_false(sum.waste_cut);
 }
 
+/* The same decode on a noisy host: graphs 5% faster, but the first three graphed epochs of the
+ * probe that the waste brought forward run 10% slower than eager (the host slower for a while).
+ * Wasting deferral puts no mode in force: the probe decides on full samples, for the graphs
+ * (on the first three epochs of each mode it went eager). */
+static void test_waste_probe_decides_on_full_samples(void **state)
+{
+	struct feed f;
+	feed_init(&f);
+	f.waste = 1.0 / 3;
+	uint32_t slow_ops = 0;
+	for (uint32_t intervals = 0; !f.decisions && intervals < 4000; intervals++) {
+		for (uint32_t i = 0; i < 1000; i++) {
+			bool probed = f.c.phase == CG_CTL_PROBE && f.c.defer;
+			slow_ops += probed;
+			feed_op(&f, 1000, probed && slow_ops <= 3 * 3000 ? 1100 : 950, true);
+		}
+		f.wait = f.now;
+	}
+	struct cg_control_summary sum;
+	cg_control_summarize(&f.c, &sum);
+	assert_true(sum.waste_cut);
+	assert_int_equal(f.decisions, 1);
+	assert_true(f.last.defer);
+	assert_int_equal(f.last.eager_samples, CG_CONTROL_SAMPLES);
+	assert_int_equal(f.last.graph_samples, CG_CONTROL_SAMPLES);
+}
+
 /* The chunks' tests can be wrong (work held back from a GPU the host waits for costs what no
  * chunk shows alone): graphs 10% slower, not clearly, with no eager epoch before them to
  * compare. The trust runs out and the probe sends the program eager, within a bounded number
@@ -812,6 +839,7 @@ int main(void)
 		cmocka_unit_test(test_trust_before_first_probe),
 		cmocka_unit_test(test_trust_is_bounded),
 		cmocka_unit_test(test_waste_probes_early),
+		cmocka_unit_test(test_waste_probe_decides_on_full_samples),
 		cmocka_unit_test(test_first_probe_overturns_only_on_full_samples),
 		cmocka_unit_test(test_trust_ends_when_clearly_slower),
 		cmocka_unit_test(test_trust_outlasts_one_slow_epoch),
