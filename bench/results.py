@@ -2,12 +2,15 @@
 """Write one results file of bench/table: RESULTS/<date>-<gpu>-<commit>.md and the CSV beside it.
 
 Input: the runs bench/sweep appended to SWEEP_CSV (workload,setting,round,figure,replayed_share,
-mode,in-process), the floor lines bench/table printed ("NAME: the floor  busy bound at most
-1.23x (GPU-bound) · launch-gap bound at most 1.05x"; an older one, "NAME: the floor ... at most
-1.23x", gives the busy bound alone), and the machine and command. The markdown holds the table
-(each setting's median against eager's, the median of the rounds' own ratios, the replayed
-shares, both bounds and the share of each bound's gain the speedup reached), the machine, the
-versions, the command that reproduces it and every run's figure. Standard library only."""
+mode,in-process and, from newer sweeps, ops_replayed,graph_launch_us,patch_us,graph_build_us),
+the floor lines bench/table printed ("NAME: the floor  busy bound at most 1.23x (GPU-bound) ·
+launch-gap bound at most 1.05x"; an older one, "NAME: the floor ... at most 1.23x", gives the
+busy bound alone; "NAME: per iteration  3.86 ms wall · 63.0 launches · 1.0 syncs · 423.4 us in
+launch calls"), and the machine and command. The markdown holds the table (each setting's
+median against eager's, the median of the rounds' own ratios, the replayed shares, both bounds
+and the share of each bound's gain the speedup reached), what the replays cost the host against
+the launch calls they spared, the machine, the versions, the command that reproduces it and
+every run's figure. Standard library only."""
 import argparse
 import csv
 import os
@@ -25,7 +28,8 @@ def slug(text):
 
 
 def read_runs(path):
-    """workload -> setting -> {round: (figure, share, mode, inproc)}, in first-seen order."""
+    """workload -> setting -> {round: (figure, share, mode, inproc, cost)}, in first-seen order;
+    cost: (ops replayed, graph launch us, patch us, build us) as floats, or None."""
     runs = OrderedDict()
     with open(path) as f:
         for row in csv.reader(f):
@@ -36,8 +40,12 @@ def read_runs(path):
                 value = float(figure)
             except ValueError:
                 continue
+            try:
+                cost = tuple(float(x) for x in row[7:11]) if len(row) >= 11 else None
+            except ValueError:
+                cost = None
             runs.setdefault(name, OrderedDict()).setdefault(setting, {})[rnd] = (
-                value, share, mode, inproc)
+                value, share, mode, inproc, cost)
     return runs
 
 
@@ -58,6 +66,21 @@ def read_floors(path):
             floors[m.group(1)] = (float(busy.group(1)) if busy else None,
                                   float(gap.group(1)) if gap else None)
     return floors
+
+
+def read_iterations(path):
+    """workload -> (wall us, launches, us in launch calls) per iteration, from bench/table's
+    "NAME: per iteration" lines (`cugraft profile` of the eager program)."""
+    its = {}
+    if not path or not os.path.exists(path):
+        return its
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^([\w.-]+): per iteration\s+([0-9.]+) ms wall · ([0-9.]+) launches"
+                         r" · [0-9.]+ syncs · ([0-9.]+) us in launch calls", line)
+            if m:
+                its[m.group(1)] = (1000 * float(m.group(2)), float(m.group(3)), float(m.group(4)))
+    return its
 
 
 def bound(v):
@@ -103,12 +126,43 @@ def table(runs, floors, unit):
     return out
 
 
+def replay_cost(runs, its):
+    """Per workload and setting, the medians over its runs of the host time the replays took per
+    op replayed, beside what the eager program's launch calls took per launch (its floor run),
+    and what the difference makes of the eager wall time per iteration."""
+    out = ["| workload | setting | ops replayed | graph launches | patches | builds | replay | "
+           "eager launch call | saved | of the wall |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = 0
+    for name, settings in runs.items():
+        it = its.get(name)
+        for setting, rounds in settings.items():
+            costs = [(v[4], v[1]) for v in rounds.values() if v[4] and v[4][0] > 0]
+            if setting == "eager" or not costs:
+                continue
+            per = [[c[i] / c[0] for c, _ in costs] for i in (1, 2, 3)]
+            launch, patch, build = (statistics.median(p) for p in per)
+            replay = launch + patch + build
+            cells = ["%.0f" % statistics.median(c[0] for c, _ in costs)] + [
+                "%.2f" % x for x in (launch, patch, build, replay)]
+            if it and it[1] > 0:
+                eager = it[2] / it[1]
+                shares = [float(sh) for _, sh in costs if sh not in ("", "-")]
+                share = statistics.median(shares) if shares else 0
+                wall = (eager - replay) * it[1] * share / it[0] if it[0] > 0 else 0
+                cells += ["%.2f" % eager, "%.2f" % (eager - replay), "%+.1f%%" % (100 * wall)]
+            else:
+                cells += ["", "", ""]
+            out.append("| %s | %s | %s |" % (name, setting, " | ".join(cells)))
+            rows += 1
+    return out if rows else []
+
+
 def every_run(runs):
     out = ["| workload | setting | round | figure | replayed | mode | in-process eager/graphed |",
            "|---|---|---|---|---|---|---|"]
     for name, settings in runs.items():
         for setting, rounds in settings.items():
-            for rnd, (value, share, mode, inproc) in rounds.items():
+            for rnd, (value, share, mode, inproc, _) in rounds.items():
                 out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
                     name, setting, rnd, fmt(value), share, mode, inproc))
     return out
@@ -157,6 +211,18 @@ def main():
         "",
     ]
     lines += table(runs, read_floors(a.floors), "median")
+    cost = replay_cost(runs, read_iterations(a.floors))
+    if cost:
+        lines += ["", "## What the replays cost the host", "",
+                  "Medians over each setting's runs, µs per op replayed (the summary's",
+                  "`graph_launch_us`, `patch_us`, `graph_build_us` over `ops_replayed`): launching",
+                  "the graphs, patching the nodes whose arguments changed, building the graphs, and",
+                  "their sum. *eager launch call*: what the eager program's launch calls took, per",
+                  "launch (the row's `cugraft profile` run). *saved*: the difference, per op",
+                  "replayed; *of the wall*: that times the launches per iteration and the median",
+                  "replayed share, over the eager wall time per iteration (an estimate: it leaves",
+                  "out cugraft's own work on every op and the deferral's exposure after waits).",
+                  ""] + cost
     lines += ["", "## Every run", ""] + every_run(runs)
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")

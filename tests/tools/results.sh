@@ -1,8 +1,9 @@
 #!/bin/sh
 # bench/table's results file on the CPU fake driver: bench/sweep's runs of a workload (as
 # bench/table collects them) go through bench/results.py, which must write
-# <date>-<gpu>-<commit>.md and the CSV beside it, with the machine, the command, the table row
-# and every run. Skipped (77) while the workload or the fake driver is not built.
+# <date>-<gpu>-<commit>.md and the CSV beside it, with the machine, the command, the table row,
+# what the replays cost the host and every run. Skipped (77) while the workload or the fake
+# driver is not built.
 # usage: results.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 SRC=$2 BUILD=$3
@@ -15,6 +16,7 @@ LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   SWEEP_CSV=$tmp/runs.csv SWEEP_NAME=mb-200 \
   "$SRC/bench/sweep" "$BUILD" 2 default -- "$PROG" --kernels 200 --iters 50 --sync > "$tmp/table.txt" ||
   fail "sweep exited $?"
+echo "mb-200: per iteration              2.00 ms wall · 200.0 launches · 1.0 syncs · 1000.0 us in launch calls" >> "$tmp/table.txt"
 echo "mb-200: the floor                  busy bound at most 2.50x (host-bound) · launch-gap bound at most 1.20x" >> "$tmp/table.txt"
 python3 "$SRC/bench/results.py" --runs "$tmp/runs.csv" --floors "$tmp/table.txt" --dir "$tmp/results" \
   --gpu "FakeCUDA CPU" --driver 13.0 --cuda 13.0 --date 2026-01-02 --commit abc1234 \
@@ -35,4 +37,15 @@ printf '%s\n' "$row" | awk -F' [|] ' '{
   d1 = r[1] - 100 * (s - 1) / 1.5; d2 = r[2] + 0 - 100 * (s - 1) / 0.2
   exit !(g ~ /^-?[0-9]+% · -?[0-9]+%$/ && d1 * d1 <= 1 && d2 * d2 <= 1) }' ||
   fail "gain reached: want (speedup - 1) / 1.5 and / 0.2 in $row"
-[ "$(grep -c '^| mb-200 | ' "$md")" -eq 5 ] || fail "want 1 table row and 4 runs"
+[ "$(grep -c '^| mb-200 | ' "$md")" -eq 6 ] || fail "want 1 table row, 1 replay cost row and 4 runs"
+# What the replays cost: each cugraft run's CSV line carries its summary's ops replayed and the
+# host time of its graph launches, patches and builds; the section sets their medians per op
+# replayed beside the eager launch call of the per-iteration line (1000 us / 200 launches).
+awk -F, '$2 == "default" && !($8 > 0 && $9 > 0 && $11 > 0) { bad = 1 } END { exit bad }' "$tmp/runs.csv" ||
+  fail "a cugraft run without its replay costs: $(cat "$tmp/runs.csv")"
+grep -qF "## What the replays cost the host" "$md" || fail "no replay cost section"
+cost=$(sed -n '/^## What the replays cost/,/^## Every run/p' "$md" | grep '^| mb-200 | default | ')
+printf '%s\n' "$cost" | awk -F' [|] ' '{
+  l = $4; p = $5; b = $6; r = $7; e = $8; s = $9
+  exit !(e == "5.00" && (l + p + b - r) ^ 2 <= 0.0001 && (e - r - s) ^ 2 <= 0.0001) }' ||
+  fail "replay cost: want launches + patches + builds = replay, eager 5.00, saved = eager - replay in $cost"
