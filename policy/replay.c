@@ -7,6 +7,12 @@
 #define CG_INSTANCES 32       /* graphs per chunk, one per recurrence between two boundaries */
 #define CG_PLACE_SETTLED 3    /* runs by which a place's chunk leads another before it is trusted */
 #define CG_INSTANCE_OPS 1024  /* and more of a short chunk, up to this many nodes in all */
+/* Graph launches by which a chunk's graph has about repaid its build, counted for the report
+ * (chunks_launched_8_times): a growing-context decode on the H100 took 0.27-0.35 ms of host
+ * time a graph built and saved 3.1-3.5 us an op replayed, ~11 ops a launch (bench/results,
+ * b8aaac8). A chunk learned that stops short of it (a kernel choice met at a few lengths only)
+ * cost the program more than it gave back. */
+#define CG_REPAID_LAUNCHES 8
 
 /* ---- replay ----------------------------------------------------------------------------- */
 
@@ -147,6 +153,7 @@ static void launched(struct cg_stream *s, struct cg_chunk *t)
 	if (!__atomic_load_n(&s->e->launched, __ATOMIC_RELAXED))
 		__atomic_store_n(&s->e->launched, true, __ATOMIC_RELAXED);
 	t->launched++;
+	ST(s, chunks_repaid, t->launched == CG_REPAID_LAUNCHES);
 	t->last_used = ++s->tick;
 	cg_set_mode(s, CG_MODE_LEARNING);
 }

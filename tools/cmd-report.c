@@ -289,6 +289,11 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 		printf(", patching %.0f nodes %.1f ms (%.2f us each)", patches, patch / 1000.0,
 		       patch / patches);
 	printf("\n");
+	double learned = cg_merged_total(m, "chunks_learned", 0);
+	double repaid = cg_merged_total(m, "chunks_launched_8_times", -1);
+	if (repaid >= 0 && learned > 0)
+		printf("             %.0f of %.0f chunks learned ran their graphs 8 times or more (about what repays a build)\n",
+		       repaid, learned);
 }
 
 /* The share replayed, host time saved and fallback counts of one file or the merge. */

@@ -374,6 +374,27 @@ static void test_shape_change_new_variant_then_reuse(void **state)
 	rig_down(&r);
 }
 
+/* A chunk's graph counts as repaid once it ran 8 times (chunks_launched_8_times): every chunk of
+ * a steady loop gets there; those of a shape met for a few iterations only are learned and
+ * graphed, and do not. */
+static void test_chunks_repaid(void **state)
+{
+	struct rig r;
+	rig_up(&r, config(3, 64), 1);
+	shaped_iterations(&r, 0, 20, 1);
+	struct cg_stats st = stats(&r);
+	uint64_t learned = st.chunks_learned;
+	assert_true(learned > 0);
+	assert_int_equal(st.chunks_repaid, learned);
+	shaped_iterations(&r, 20, 27, 2);  /* learned in 3, replayed in 4 */
+	st = stats(&r);
+	assert_true(st.chunks_learned > learned);
+	assert_int_equal(st.chunks_repaid, learned);
+	shaped_iterations(&r, 27, 31, 2);  /* 8 runs now */
+	assert_int_equal(stats(&r).chunks_repaid, st.chunks_learned);
+	rig_down(&r);
+}
+
 static void test_sync_mid_iteration_cuts_chunk(void **state)
 {
 	struct rig r;
@@ -1812,6 +1833,7 @@ int main(void)
 		cmocka_unit_test(test_scalar_every_step_patched),
 		cmocka_unit_test(test_recurring_chunk_instances),
 		cmocka_unit_test(test_shape_change_new_variant_then_reuse),
+		cmocka_unit_test(test_chunks_repaid),
 		cmocka_unit_test(test_sync_mid_iteration_cuts_chunk),
 		cmocka_unit_test(test_periodic_logging_keeps_replaying),
 		cmocka_unit_test(test_ten_thousand_op_iteration),

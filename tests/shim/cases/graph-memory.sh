@@ -23,4 +23,8 @@ if [ -x "$cmd" ]; then
     fail "cugraft report does not say what building the graphs took"
   "$cmd" report "$tmp/s.jsonl" | grep -q "^  replay     launching the graphs took [0-9.]* ms (.* us each), patching $patches nodes [0-9.]* ms" ||
     fail "cugraft report does not say what the graph launches and patches took"
+  learned=$(summary "$tmp/s.jsonl" chunks_learned) repaid=$(summary "$tmp/s.jsonl" chunks_launched_8_times)
+  [ "$repaid" -gt 0 ] && [ "$repaid" -le "$learned" ] || fail "chunks_launched_8_times '$repaid' of $learned learned"
+  "$cmd" report "$tmp/s.jsonl" | grep -q "^ *$repaid of $learned chunks learned ran their graphs 8 times or more" ||
+    fail "cugraft report does not say how many chunks repaid their graphs"
 fi
