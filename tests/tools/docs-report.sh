@@ -17,8 +17,8 @@ keys=$(
   # [CG_EV_GRAPH_BUILT] = "graph_built"
   grep -oE '\[CG_EV_[A-Z_]+\] = "[a-z_]+"' "$SRC/shim/backend/events.c" | sed -E 's/.*"(.*)"/\1/'
   # CG_STAT(field, "key", doc) (NULL: not written) and CG_STAT_RATIO("key", num, den)
-  grep -oE '^CG_STAT\([a-z_]+, *"[a-z_]+"' "$SRC/policy/stats.def" | sed -E 's/.*"(.*)"/\1/'
-  grep -oE '^CG_STAT_RATIO\("[a-z_]+"' "$SRC/policy/stats.def" | sed -E 's/.*"(.*)"/\1/'
+  grep -oE '^CG_STAT\([a-z_]+, *"[a-z0-9_]+"' "$SRC/policy/stats.def" | sed -E 's/.*"(.*)"/\1/'
+  grep -oE '^CG_STAT_RATIO\("[a-z0-9_]+"' "$SRC/policy/stats.def" | sed -E 's/.*"(.*)"/\1/'
   # X(ID, "name", "hint") in CG_REASONS (the first, "none", is never written)
   grep -oE 'X\([A-Z_]+, +"[a-z_]+"' "$SRC/policy/reason.h" | sed -E 's/.*"(.*)"/\1/' | grep -vx none
   # every record's own two members (written by shim/base/json.c)
