@@ -40,12 +40,13 @@ printf '%s\n' "$row" | awk -F' [|] ' '{
 [ "$(grep -c '^| mb-200 | ' "$md")" -eq 6 ] || fail "want 1 table row, 1 replay cost row and 4 runs"
 # What the replays cost: each cugraft run's CSV line carries its summary's ops replayed and the
 # host time of its graph launches, patches and builds; the section sets their medians per op
-# replayed beside the eager launch call of the per-iteration line (1000 us / 200 launches).
+# replayed beside the eager launch call of the per-iteration line (1000 us / 200 launches); each
+# figure shown is rounded to 0.01, their sums may differ by up to 0.03.
 awk -F, '$2 == "default" && !($8 > 0 && $9 > 0 && $11 > 0) { bad = 1 } END { exit bad }' "$tmp/runs.csv" ||
   fail "a cugraft run without its replay costs: $(cat "$tmp/runs.csv")"
 grep -qF "## What the replays cost the host" "$md" || fail "no replay cost section"
 cost=$(sed -n '/^## What the replays cost/,/^## Every run/p' "$md" | grep '^| mb-200 | default | ')
 printf '%s\n' "$cost" | awk -F' [|] ' '{
   l = $4; p = $5; b = $6; r = $7; e = $8; s = $9
-  exit !(e == "5.00" && (l + p + b - r) ^ 2 <= 0.0001 && (e - r - s) ^ 2 <= 0.0001) }' ||
+  exit !(e == "5.00" && (l + p + b - r) ^ 2 <= 0.0009 && (e - r - s) ^ 2 <= 0.0009) }' ||
   fail "replay cost: want launches + patches + builds = replay, eager 5.00, saved = eager - replay in $cost"
