@@ -2,7 +2,8 @@
 """Write one results file of bench/table: RESULTS/<date>-<gpu>-<commit>.md and the CSV beside it.
 
 Input: the runs bench/sweep appended to SWEEP_CSV (workload,setting,round,figure,replayed_share,
-mode,in-process and, from newer sweeps, ops_replayed,graph_launch_us,patch_us,graph_build_us),
+mode,in-process and, from newer sweeps, ops_replayed,graph_launch_us,patch_us,graph_build_us,
+launch_call_us,launch_call_count),
 the floor lines bench/table printed ("NAME: the floor  busy bound at most 1.23x (GPU-bound) ·
 launch-gap bound at most 1.05x"; an older one, "NAME: the floor ... at most 1.23x", gives the
 busy bound alone; "NAME: per iteration  3.86 ms wall · 63.0 launches · 1.0 syncs · 423.4 us in
@@ -29,7 +30,8 @@ def slug(text):
 
 def read_runs(path):
     """workload -> setting -> {round: (figure, share, mode, inproc, cost)}, in first-seen order;
-    cost: (ops replayed, graph launch us, patch us, build us) as floats, or None."""
+    cost: (ops replayed, graph launch us, patch us, build us, launch call us, launch calls) as
+    floats (the last two None from sweeps before them), or None."""
     runs = OrderedDict()
     with open(path) as f:
         for row in csv.reader(f):
@@ -44,6 +46,11 @@ def read_runs(path):
                 cost = tuple(float(x) for x in row[7:11]) if len(row) >= 11 else None
             except ValueError:
                 cost = None
+            try:
+                calls = tuple(float(x) for x in row[11:13]) if len(row) >= 13 else (None, None)
+            except ValueError:
+                calls = (None, None)
+            cost = cost + calls if cost else None
             runs.setdefault(name, OrderedDict()).setdefault(setting, {})[rnd] = (
                 value, share, mode, inproc, cost)
     return runs
@@ -131,7 +138,8 @@ def replay_cost(runs, its):
     op replayed, beside what the eager program's launch calls took per launch (its floor run),
     and what the difference makes of the eager wall time per iteration."""
     out = ["| workload | setting | ops replayed | graph launches | patches | builds | replay | "
-           "eager launch call | saved | of the wall |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "eager launch call | saved | of the wall | launch call under cugraft | saved a call | "
+           "of the wall |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = 0
     for name, settings in runs.items():
         it = its.get(name)
@@ -144,14 +152,21 @@ def replay_cost(runs, its):
             replay = launch + patch + build
             cells = ["%.0f" % statistics.median(c[0] for c, _ in costs)] + [
                 "%.2f" % x for x in (launch, patch, build, replay)]
-            if it and it[1] > 0:
+            per_call = [c[4] / c[5] for c, _ in costs if c[4] is not None and c[5]]
+            call = statistics.median(per_call) if per_call else None
+            if it and it[1] > 0 and it[0] > 0:
                 eager = it[2] / it[1]
                 shares = [float(sh) for _, sh in costs if sh not in ("", "-")]
                 share = statistics.median(shares) if shares else 0
-                wall = (eager - replay) * it[1] * share / it[0] if it[0] > 0 else 0
+                wall = (eager - replay) * it[1] * share / it[0]
                 cells += ["%.2f" % eager, "%.2f" % (eager - replay), "%+.1f%%" % (100 * wall)]
+                if call is not None:
+                    cells += ["%.2f" % call, "%.2f" % (eager - call),
+                              "%+.1f%%" % (100 * (eager - call) * it[1] / it[0])]
+                else:
+                    cells += ["", "", ""]
             else:
-                cells += ["", "", ""]
+                cells += ["", "", ""] + (["%.2f" % call, "", ""] if call is not None else ["", "", ""])
             out.append("| %s | %s | %s |" % (name, setting, " | ".join(cells)))
             rows += 1
     return out if rows else []
@@ -222,6 +237,11 @@ def main():
                   "replayed; *of the wall*: that times the launches per iteration and the median",
                   "replayed share, over the eager wall time per iteration (an estimate: it leaves",
                   "out cugraft's own work on every op and the deferral's exposure after waits).",
+                  "*launch call under cugraft*: what the program's launch calls took inside",
+                  "cugraft, everything in, sampled (`launch_call_us` over `launch_call_count`);",
+                  "*saved a call*: the eager launch call less that; *of the wall*: that times the",
+                  "launches per iteration over the eager wall time (the exposure after waits",
+                  "still left out).",
                   ""] + cost
     lines += ["", "## Every run", ""] + every_run(runs)
     with open(base + ".md", "w") as f:

@@ -289,6 +289,11 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 		printf(", patching %.0f nodes %.1f ms (%.2f us each)", patches, patch / 1000.0,
 		       patch / patches);
 	printf("\n");
+	double calls = cg_merged_total(m, "launch_call_count", 0);
+	double in_calls = cg_merged_total(m, "launch_call_us", -1);
+	if (calls > 0 && in_calls >= 0)
+		printf("             the program's launch calls took %.1f ms inside cugraft, %.2f us each, everything in (sampled)\n",
+		       in_calls / 1000.0, in_calls / calls);
 	double learned = cg_merged_total(m, "chunks_learned", 0);
 	double repaid = cg_merged_total(m, "chunks_launched_8_times", -1);
 	if (repaid >= 0 && learned > 0)

@@ -8,6 +8,7 @@
 #include "shim/loader/driver.h"
 #include "shim/backend/events.h"
 #include "shim/observers/floor.h"
+#include "shim/observers/hooktime.h"
 #include "shim/backend/layout.h"
 #include "shim/base/log.h"
 #include "shim/backend/nvtx.h"
@@ -402,31 +403,36 @@ static CUresult launch_forwarded(struct launch *l, enum launch_route route, CUre
 }
 
 /* The end of every launch wrapper: the program's call as made (`call`) on the route its launch
- * takes; timed in profile mode, unless hands off. */
-#define LAUNCH_FORWARD(l, call)                                                                 \
+ * takes; timed in profile mode, unless hands off. `t0`: the wrapper's start where its time is
+ * sampled (hooktime.h; a call cugraft keeps its hands off is not). */
+#define LAUNCH_FORWARD(l, call, t0)                                                             \
 	enum launch_route route_ = launch_route_or_lock(l);                                     \
-	if (route_ == LAUNCH_TAKEN)                                                             \
-		return CUDA_SUCCESS;                                                            \
-	return launch_forwarded(l, route_, CG_FORWARDED(route_ == LAUNCH_HANDS_OFF ? (call) :    \
-	                                                CG_FLOOR_TIMED(call, (l)->key)));
+	CUresult r_ = route_ == LAUNCH_TAKEN ? CUDA_SUCCESS                                     \
+	            : launch_forwarded(l, route_, CG_FORWARDED(route_ == LAUNCH_HANDS_OFF ? (call) : \
+	                                                       CG_FLOOR_TIMED(call, (l)->key))); \
+	if (route_ != LAUNCH_HANDS_OFF)                                                         \
+		cg_hooktime_end(t0);                                                            \
+	return r_;
 
 #define KERNEL_HOOK(entry, ptsz)                                                                \
 	CG_EXPORT CUresult entry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
 	                         unsigned by, unsigned bz, unsigned shmem, CUstream h,           \
 	                         void **params, void **extra)                                    \
 	{                                                                                       \
+		uint64_t t0 = cg_hooktime_begin();                                              \
 		const CUlaunchConfig c = { gx, gy, gz, bx, by, bz, shmem, h, NULL, 0 };         \
 		struct kernel_launch k;                                                         \
 		kernel_launch(&k, CG_E_##entry, ptsz, &c, f, params, extra);                    \
-		LAUNCH_FORWARD(&k.l, CG_REAL(entry)(f, gx, gy, gz, bx, by, bz, shmem, h, params, extra)) \
+		LAUNCH_FORWARD(&k.l, CG_REAL(entry)(f, gx, gy, gz, bx, by, bz, shmem, h, params, extra), t0) \
 	}
 
 #define KERNEL_EX_HOOK(entry, ptsz)                                                             \
 	CG_EXPORT CUresult entry(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) \
 	{                                                                                       \
+		uint64_t t0 = cg_hooktime_begin();                                              \
 		struct kernel_launch k;                                                         \
 		kernel_launch(&k, CG_E_##entry, ptsz, c, f, params, extra);                     \
-		LAUNCH_FORWARD(&k.l, CG_REAL(entry)(c, f, params, extra))                       \
+		LAUNCH_FORWARD(&k.l, CG_REAL(entry)(c, f, params, extra), t0)                   \
 	}
 
 KERNEL_HOOK(cuLaunchKernel, false)
@@ -504,9 +510,10 @@ static void mem_launch(struct mem_launch *m, enum cg_entry entry, bool ptsz, CUs
 #define MEM_HOOK(entry, ptsz, kind, T2)                                                         \
 	CG_EXPORT CUresult entry(CUdeviceptr dst, T2 v, size_t n, CUstream h)                   \
 	{                                                                                       \
+		uint64_t t0 = cg_hooktime_begin();                                              \
 		struct mem_launch m;                                                            \
 		mem_launch(&m, CG_E_##entry, ptsz, h, kind, dst, (uint64_t)v, n);               \
-		LAUNCH_FORWARD(&m.l, CG_REAL(entry)(dst, v, n, h))                              \
+		LAUNCH_FORWARD(&m.l, CG_REAL(entry)(dst, v, n, h), t0)                          \
 	}
 
 MEM_HOOK(cuMemsetD8Async, false, CG_K_MEMSET8, unsigned char)

@@ -12,6 +12,7 @@
 #include "shim/loader/driver.h"
 #include "shim/backend/events.h"
 #include "shim/observers/floor.h"
+#include "shim/observers/hooktime.h"
 #include "shim/base/json.h"
 #include "shim/backend/layout.h"
 #include "shim/entry/nccl_hooks.h"
@@ -180,6 +181,11 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	cg_json_double(j, "graph_build_us", (double)ht.build_ns / 1000.0);
 	cg_json_double(j, "patch_us", (double)ht.patch_ns / 1000.0);
 	cg_json_double(j, "graph_launch_us", (double)ht.launch_ns / 1000.0);
+	/* and what the program's launch calls took inside cugraft, everything in (sampled) */
+	uint64_t hook_ns, hook_calls;
+	cg_hooktime_total(&hook_ns, &hook_calls);
+	cg_json_double(j, "launch_call_us", (double)hook_ns / 1000.0);
+	cg_json_uint(j, "launch_call_count", hook_calls);
 }
 
 /* The ops run eagerly by reason, the boundaries by kind, the calls by entry point: those cugraft

@@ -42,11 +42,15 @@ printf '%s\n' "$row" | awk -F' [|] ' '{
 # host time of its graph launches, patches and builds; the section sets their medians per op
 # replayed beside the eager launch call of the per-iteration line (1000 us / 200 launches); each
 # figure shown is rounded to 0.01, their sums may differ by up to 0.03.
-awk -F, '$2 == "default" && !($8 > 0 && $9 > 0 && $11 > 0) { bad = 1 } END { exit bad }' "$tmp/runs.csv" ||
+awk -F, '$2 == "default" && !($8 > 0 && $9 > 0 && $11 > 0 && $12 > 0 && $13 > 0) { bad = 1 } END { exit bad }' "$tmp/runs.csv" ||
   fail "a cugraft run without its replay costs: $(cat "$tmp/runs.csv")"
 grep -qF "## What the replays cost the host" "$md" || fail "no replay cost section"
 cost=$(sed -n '/^## What the replays cost/,/^## Every run/p' "$md" | grep '^| mb-200 | default | ')
 printf '%s\n' "$cost" | awk -F' [|] ' '{
-  l = $4; p = $5; b = $6; r = $7; e = $8; s = $9
-  exit !(e == "5.00" && (l + p + b - r) ^ 2 <= 0.0009 && (e - r - s) ^ 2 <= 0.0009) }' ||
-  fail "replay cost: want launches + patches + builds = replay, eager 5.00, saved = eager - replay in $cost"
+  l = $4; p = $5; b = $6; r = $7; e = $8; s = $9; c = $11; cs = $12
+  exit !(e == "5.00" && (l + p + b - r) ^ 2 <= 0.0009 && (e - r - s) ^ 2 <= 0.0009 &&
+         c > 0 && (e - c - cs) ^ 2 <= 0.0001) }' ||
+  fail "replay cost: want launches + patches + builds = replay, eager 5.00, saved = eager - replay, a launch call under cugraft and eager less it in $cost"
+# the launch call under cugraft is the median of the runs' launch_call_us / launch_call_count
+want=$(awk -F, '$2 == "default" { print $12 / $13 }' "$tmp/runs.csv" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (v[1] + v[NR]) / 2 }')
+printf '%s\n' "$cost" | grep -qF "| $want |" || fail "launch call under cugraft: want $want (the runs' median) in $cost"

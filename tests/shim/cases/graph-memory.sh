@@ -15,6 +15,17 @@ for k in graph_launch_us patch_us; do
   us=$(summary "$tmp/s.jsonl" $k)
   awk -v t="$us" 'BEGIN { exit !(t > 0) }' || fail "$k '$us' with $launches graph launches, $patches patches"
 done
+# the program's launch calls inside cugraft, sampled: the calls the samples stand for are the
+# calls made, within 5% (each sample stands for 1 to 31 calls)
+python3 - "$tmp/s.jsonl" <<'EOF' || fail "launch_call_us / launch_call_count do not stand for the launch calls made"
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if '"summary"' in l][-1]
+made = sum(v for k, v in s["entry_points"].items()
+           if k.startswith(("cuLaunchKernel", "cuMemsetD8Async", "cuMemsetD32Async", "cuMemcpyDtoDAsync")))
+got = s["launch_call_count"]
+print("launch calls made %d, stood for by the samples %d, %.1f ms inside cugraft" % (made, got, s["launch_call_us"] / 1e3))
+sys.exit(0 if made > 1000 and abs(got - made) <= 0.05 * made + 31 and s["launch_call_us"] > 0 else 1)
+EOF
 cmd=$(dirname "$progs")/../tools/cugraft
 if [ -x "$cmd" ]; then
   "$cmd" report "$tmp/s.jsonl" | grep -q '^  memory .* MiB of device memory' ||
@@ -23,6 +34,8 @@ if [ -x "$cmd" ]; then
     fail "cugraft report does not say what building the graphs took"
   "$cmd" report "$tmp/s.jsonl" | grep -q "^  replay     launching the graphs took [0-9.]* ms (.* us each), patching $patches nodes [0-9.]* ms" ||
     fail "cugraft report does not say what the graph launches and patches took"
+  "$cmd" report "$tmp/s.jsonl" | grep -q "^ *the program's launch calls took [0-9.]* ms inside cugraft, [0-9.]* us each" ||
+    fail "cugraft report does not say what the launch calls took inside cugraft"
   learned=$(summary "$tmp/s.jsonl" chunks_learned) repaid=$(summary "$tmp/s.jsonl" chunks_launched_8_times)
   [ "$repaid" -gt 0 ] && [ "$repaid" -le "$learned" ] || fail "chunks_launched_8_times '$repaid' of $learned learned"
   "$cmd" report "$tmp/s.jsonl" | grep -q "^ *$repaid of $learned chunks learned ran their graphs 8 times or more" ||

@@ -1,0 +1,42 @@
+/* The program's host time inside cugraft's launch wrappers (kernel launches, async memsets and
+ * device copies), sampled: about one call in CG_HOOKTIME_EVERY, at random distances so that no
+ * loop's period lines up with them, is timed from the wrapper's entry to its return and stands
+ * for the calls up to the next sample. Set beside what the eager program's launch calls take
+ * (`cugraft profile`), it is what cugraft costs or saves the program per launch call, everything
+ * in: packing and matching the op, deferring it, the graph launches, patches and builds it
+ * triggers, the forward of the ops it passes. Written as the summary's launch_call_us. */
+#ifndef CG_SHIM_HOOKTIME_H
+#define CG_SHIM_HOOKTIME_H
+
+#include <stdint.h>
+
+#include "shim/base/shim.h"
+
+#define CG_HOOKTIME_EVERY 16
+
+/* Out of line: a sampled call's start (never 0), and its end. */
+uint64_t cg_hooktime_start(void);
+void cg_hooktime_stop(uint64_t t0);
+
+/* At a wrapper's entry: 0, or the time of a sampled call's start (a TLS decrement and a branch
+ * for the others). */
+static inline uint64_t cg_hooktime_begin(void)
+{
+	if (cg_tls.hooktime.left > 1) {
+		cg_tls.hooktime.left--;
+		return 0;
+	}
+	return cg_hooktime_start();
+}
+
+/* At its return: `t0` from cg_hooktime_begin (0: not sampled). */
+static inline void cg_hooktime_end(uint64_t t0)
+{
+	if (t0)
+		cg_hooktime_stop(t0);
+}
+
+/* The estimated host time in the wrappers (ns) and calls they stand for, every thread's. */
+void cg_hooktime_total(uint64_t *ns, uint64_t *calls);
+
+#endif
