@@ -30,8 +30,8 @@ def slug(text):
 
 def read_runs(path):
     """workload -> setting -> {round: (figure, share, mode, inproc, cost)}, in first-seen order;
-    cost: (ops replayed, graph launch us, patch us, build us, launch call us, launch calls) as
-    floats (the last two None from sweeps before them), or None."""
+    cost: (ops replayed, graph launch us, patch us, build us, launch call us, launch calls, wait
+    us, waits) as floats (those after the builds None from sweeps before them), or None."""
     runs = OrderedDict()
     with open(path) as f:
         for row in csv.reader(f):
@@ -46,11 +46,13 @@ def read_runs(path):
                 cost = tuple(float(x) for x in row[7:11]) if len(row) >= 11 else None
             except ValueError:
                 cost = None
-            try:
-                calls = tuple(float(x) for x in row[11:13]) if len(row) >= 13 else (None, None)
-            except ValueError:
-                calls = (None, None)
-            cost = cost + calls if cost else None
+            calls = []
+            for k in (11, 13):  # launch calls, then waits: each (us, count)
+                try:
+                    calls += [float(x) for x in row[k:k + 2]] if len(row) >= k + 2 else [None, None]
+                except ValueError:
+                    calls += [None, None]
+            cost = cost + tuple(calls) if cost else None
             runs.setdefault(name, OrderedDict()).setdefault(setting, {})[rnd] = (
                 value, share, mode, inproc, cost)
     return runs
@@ -88,6 +90,21 @@ def read_iterations(path):
             if m:
                 its[m.group(1)] = (1000 * float(m.group(2)), float(m.group(3)), float(m.group(4)))
     return its
+
+
+def read_waits(path):
+    """workload -> (waits per iteration, us a wait over the run), from bench/table's "NAME: waits"
+    lines (`cugraft profile` of the eager program)."""
+    waits = {}
+    if not path or not os.path.exists(path):
+        return waits
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^([\w.-]+): waits\s+([0-9.]+) per iteration .*?, ([0-9.]+) (us|ms) each", line)
+            if m:
+                waits[m.group(1)] = (float(m.group(2)),
+                                     float(m.group(3)) * (1000 if m.group(4) == "ms" else 1))
+    return waits
 
 
 def bound(v):
@@ -172,6 +189,40 @@ def replay_cost(runs, its):
     return out if rows else []
 
 
+def wait_cost(runs, its, waits):
+    """Per workload and setting, what a wait took under cugraft (the median over its runs of
+    wait_call_us / wait_call_count) beside the eager program's (its floor run), what the
+    difference makes of the eager wall time per iteration, the launch calls' saving beside it
+    (launch_call_us, as in replay_cost), both together, and the wall time the runs saved."""
+    out = ["| workload | setting | waits an iteration | eager wait | wait under cugraft | "
+           "exposed a wait | of the wall | launch calls, of the wall | both | measured |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = 0
+    for name, settings in runs.items():
+        it, wt = its.get(name), waits.get(name)
+        if not it or not wt or it[0] <= 0 or it[1] <= 0:
+            continue
+        eager = settings.get("eager", {})
+        e_med = statistics.median(v[0] for v in eager.values()) if eager else None
+        for setting, rounds in settings.items():
+            costs = [v[4] for v in rounds.values() if v[4] and len(v[4]) >= 8 and v[4][7]]
+            if setting == "eager" or not costs:
+                continue
+            wait = statistics.median(c[6] / c[7] for c in costs)
+            exposed = wait - wt[1]
+            of_wall = -exposed * wt[0] / it[0]
+            calls = [c[4] / c[5] for c in costs if c[4] is not None and c[5]]
+            saved = (it[2] / it[1] - statistics.median(calls)) * it[1] / it[0] if calls else None
+            med = statistics.median(v[0] for v in rounds.values())
+            measured = "%+.1f%%" % (100 * (1 - med / e_med)) if e_med and med else "-"
+            out.append("| %s | %s | %.1f | %.1f | %.1f | %.1f | %+.1f%% | %s | %s | %s |" % (
+                name, setting, wt[0], wt[1], wait, exposed, 100 * of_wall,
+                "%+.1f%%" % (100 * saved) if saved is not None else "-",
+                "%+.1f%%" % (100 * (saved + of_wall)) if saved is not None else "-", measured))
+            rows += 1
+    return out if rows else []
+
+
 def every_run(runs):
     out = ["| workload | setting | round | figure | replayed | mode | in-process eager/graphed |",
            "|---|---|---|---|---|---|---|"]
@@ -243,6 +294,21 @@ def main():
                   "launches per iteration over the eager wall time (the exposure after waits",
                   "still left out).",
                   ""] + cost
+    waits = wait_cost(runs, read_iterations(a.floors), read_waits(a.floors))
+    if waits:
+        lines += ["", "## What the waits cost", "",
+                  "The program's waits (syncs, copies to or from the host) per iteration and what",
+                  "one took over the eager run (µs, the row's `cugraft profile` run), beside what",
+                  "one took under cugraft (the median over its runs of `wait_call_us` over",
+                  "`wait_call_count`): a wait there submits the work deferred before it, which the",
+                  "GPU has not started. *exposed a wait*: the difference; *of the wall*: that times",
+                  "the waits per iteration over the eager wall time per iteration (a cost where",
+                  "negative). *launch calls, of the wall*: the launch calls' saving of the section",
+                  "above; *both*: their sum, what the two terms leave of the wall time per iteration;",
+                  "*measured*: what the runs saved, 1 - cugraft median / eager median. What",
+                  "*both* and *measured* differ by is the rest: cugraft's effect on the program's",
+                  "own host work, and the machine's noise.",
+                  ""] + waits
     lines += ["", "## Every run", ""] + every_run(runs)
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")

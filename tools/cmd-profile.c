@@ -18,6 +18,8 @@ struct cg_profile {
 	bool iterations_found;    /* else the figures are the whole run's, */
 	bool later_half;          /* or the later half of its launch calls' (no iteration found) */
 	double wall_us, launch_host_us, launch_calls, iterations, boundaries, syncs;
+	double waits;             /* syncs and copies to or from the host, in the window */
+	double wait_us, wait_calls;  /* the run's waits: their time and count (< 0: not known) */
 	double graph_launches, graph_launched;  /* the program's own graphs, the launches they ran */
 	double gpu_busy_us;       /* < 0: unavailable, for the reason in `why` */
 	double gpu_idle_in_launch_us;  /* < 0: unknown */
@@ -43,6 +45,9 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 	p->iterations = jv_num(jv_get(o, "iterations"), 0);
 	p->boundaries = jv_num(jv_get(o, "period_boundaries"), 0);
 	p->syncs = jv_num(jv_get(o, "syncs"), 0);
+	p->waits = jv_num(jv_get(o, "waits"), 0);
+	p->wait_us = jv_num(jv_get(summary, "wait_call_us"), -1);
+	p->wait_calls = jv_num(jv_get(summary, "wait_call_count"), -1);
 	p->gpu_busy_us = jv_num(jv_get(o, "gpu_busy_us"), -1);
 	p->gpu_idle_in_launch_us = jv_num(jv_get(o, "gpu_idle_in_launch_us"), -1);
 	p->busy_bound = jv_num(jv_get(o, "busy_bound"), -1);
@@ -142,6 +147,18 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 	       p->busy_bound <= 0 ? "" : p->bound_by_gpu ? " (GPU-bound)" : " (host-bound)", gap);
 }
 
+/* The program's waits (syncs, copies to or from the host) per `per`, and what one took over
+ * the run: set beside what a wait takes under cugraft (`cugraft report`), the difference is what
+ * deferring exposed to the waiting host. */
+static void cg_profile_waits(const struct cg_profile *p, double per, const char *unit)
+{
+	char a[32];
+	if (p->wait_calls <= 0 || p->wait_us < 0)
+		return;
+	printf("  waits                      %.1f %s (syncs, copies to or from the host), %s each "
+	       "over the run\n", p->waits / per, unit, cg_time(a, sizeof a, p->wait_us / p->wait_calls));
+}
+
 /* " (N in M launches of the program's own graphs)", per `per`, where it launched graphs of its
  * own: those launches are graphed already, and their host cost is no launch call's. */
 static void cg_profile_graphs(char *buf, size_t len, const struct cg_profile *p, double per,
@@ -182,6 +199,7 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 		printf("  per iteration              %s wall · %.1f launches%s · %.1f syncs · %s in launch calls\n",
 		       cg_time(a, sizeof a, p->wall_us / n), (p->launch_calls + p->graph_launched) / n,
 		       g, p->syncs / n, cg_time(b, sizeof b, p->launch_host_us / n));
+		cg_profile_waits(p, n, "per iteration");
 		cg_profile_floor(p, n);
 	} else if (p->found) {
 		char a[32], b[32], g[160];
@@ -197,6 +215,7 @@ static void cg_profile_print(const struct cg_merged *m, const struct cg_profile 
 		       p->later_half ? "over the later half" : "over the run",
 		       cg_time(a, sizeof a, p->wall_us), p->launch_calls + p->graph_launched, g, syncs,
 		       cg_time(b, sizeof b, p->launch_host_us));
+		cg_profile_waits(p, 1, p->later_half ? "over the later half" : "over the run");
 		cg_profile_floor(p, 1);
 	} else {
 		printf("  iterations                 unknown (the summary has no profile)\n");

@@ -294,6 +294,11 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 	if (calls > 0 && in_calls >= 0)
 		printf("             the program's launch calls took %.1f ms inside cugraft, %.2f us each, everything in (sampled)\n",
 		       in_calls / 1000.0, in_calls / calls);
+	double waits = cg_merged_total(m, "wait_call_count", 0);
+	double in_waits = cg_merged_total(m, "wait_call_us", -1);
+	if (waits > 0 && in_waits >= 0)
+		printf("             its %.0f waits (syncs, copies to or from the host) took %.1f ms, %.1f us each, the flushes they made in\n",
+		       waits, in_waits / 1000.0, in_waits / waits);
 	double learned = cg_merged_total(m, "chunks_learned", 0);
 	double repaid = cg_merged_total(m, "chunks_launched_8_times", -1);
 	if (repaid >= 0 && learned > 0)

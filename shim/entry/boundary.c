@@ -1,9 +1,12 @@
 /* Boundary wrappers, generated from cuda.def: count the call, flush the pending work the call
- * could observe (and cut the learned chunk there), then forward unchanged. Also the table of our
+ * could observe (and cut the learned chunk there), then forward unchanged; a wait (a sync, a
+ * copy to or from the host) is timed from there to its return (hooktime.h). Also the table of our
  * exported wrappers, which driver.c hands out instead of the real entry points. */
 #include "shim/loader/counts.h"
 #include "shim/loader/driver.h"
+#include "policy/clock.h"
 #include "shim/base/shim.h"
+#include "shim/observers/hooktime.h"
 #include "shim/streams/registry.h"
 
 enum scope { SCOPE_STREAM, SCOPE_PTSZ, SCOPE_ALL }; /* cuda.def's scope of a boundary */
@@ -46,13 +49,21 @@ enum boundary_route {
 	BOUNDARY_MARKED,  /* forwarded with the audit's mark (CG_FORWARDED), then boundary_result */
 };
 
+/* A wait of the program: the host sees the GPU's work after it (hooktime.h times each). */
+static inline bool waits(enum cg_reason why)
+{
+	return why == CG_R_SYNC || why == CG_R_HOST_COPY;
+}
+
 /* The full path up to the real call: counted and the boundary made, unless the call must pass
- * through untouched; then its route. */
+ * through untouched; then its route. `*t0`: when a wait of the program began (else 0). */
 static enum boundary_route boundary_route(enum cg_entry e, enum scope scope, CUstream h,
-                                          enum cg_reason why)
+                                          enum cg_reason why, uint64_t *t0)
 {
 	cg_driver_init(); /* also when disabled: it finds the real entry point */
 	if (!cg_shim_passthrough() && cg_driver_ready()) {
+		if (waits(why))
+			*t0 = cg_monotonic_ns();
 		cg_count(CG_COUNT_ENTRY + e);
 		cg_tls.api = cg_entry_name[e];
 		if (scope == SCOPE_ALL)
@@ -73,18 +84,27 @@ static CUresult boundary_result(CUresult r, enum cg_reason why)
 	return reports_deferred_error(why) ? (CUresult)cg_shim_deferred_error(r) : r;
 }
 
+/* The full path's answer r, once a wait that began at t0 (0: none) is timed. */
+static CUresult boundary_done(CUresult r, uint64_t t0)
+{
+	if (t0)
+		cg_hooktime_waited(t0);
+	return r;
+}
+
 #define CG_PURE(n)
 #define CG_HOOK(n, ...)
 /* The full path, a function of its own: the forwarded path saves no registers. */
 #define CG_BOUNDARY(n, proto, params, args, scope, stream, reason)                             \
 	__attribute__((noinline)) static CUresult full_##n params                               \
 	{                                                                                       \
-		switch (boundary_route(CG_E_##n, SCOPE_##scope, (CUstream)(stream), CG_R_##reason)) { \
+		uint64_t t0 = 0;                                                                \
+		switch (boundary_route(CG_E_##n, SCOPE_##scope, (CUstream)(stream), CG_R_##reason, &t0)) { \
 		case BOUNDARY_MISSING: return CUDA_ERROR_NOT_FOUND;                             \
-		case BOUNDARY_FORWARD: return CG_REAL(n) args;                                  \
+		case BOUNDARY_FORWARD: return boundary_done(CG_REAL(n) args, t0);               \
 		case BOUNDARY_MARKED: break;                                                    \
 		}                                                                               \
-		return boundary_result(CG_FORWARDED(CG_REAL(n) args), CG_R_##reason);          \
+		return boundary_done(boundary_result(CG_FORWARDED(CG_REAL(n) args), CG_R_##reason), t0); \
 	}
 #include "shim/loader/cuda.def"
 #undef CG_BOUNDARY

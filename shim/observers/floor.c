@@ -183,6 +183,7 @@ static enum event_kind kind_of(uint32_t key)
  * run's launch calls where it made enough of them, else the whole run. */
 struct window {
 	uint64_t t0, t1, launches, host_ns, syncs, boundaries;
+	uint64_t waits;  /* syncs and copies to or from the host (hooktime.h times them) */
 	uint64_t graph_launches, graph_launched;  /* the program's own graphs and their nodes */
 	size_t iterations, period, disturbances;
 	size_t from, to;  /* its events in the sequence (to == from: none known) */
@@ -193,6 +194,7 @@ struct window {
 static void sum_events(struct window *w, const struct seq *s, size_t from, size_t to)
 {
 	w->launches = w->host_ns = w->syncs = w->boundaries = w->graph_launches = w->graph_launched = 0;
+	w->waits = 0;
 	for (size_t k = from; k < to; k++)
 		switch (kind_of(s->key[k])) {
 		case EV_LAUNCH:
@@ -206,6 +208,8 @@ static void sum_events(struct window *w, const struct seq *s, size_t from, size_
 		case EV_BOUNDARY:
 			w->boundaries++;
 			w->syncs += (s->key[k] & KEY_MASK) == CG_R_SYNC;
+			w->waits += (s->key[k] & KEY_MASK) == CG_R_SYNC ||
+			            (s->key[k] & KEY_MASK) == CG_R_HOST_COPY;
 			break;
 		}
 	w->from = from;
@@ -281,6 +285,7 @@ static void later_half(struct window *w, const struct seq *s, uint64_t complete_
 		struct window e;
 		sum_events(&e, s, from, s->n);
 		w->syncs = e.syncs;
+		w->waits = e.waits;
 		w->boundaries = e.boundaries;
 		w->from = from;
 		w->to = s->n;
@@ -414,6 +419,7 @@ void cg_floor_json(struct cg_json *j)
 	cg_json_uint(j, "graph_launched", w.graph_launched);
 	cg_json_double(j, "launch_host_us", (double)w.host_ns / 1e3);
 	cg_json_uint(j, "syncs", w.syncs);
+	cg_json_uint(j, "waits", w.waits);
 	cg_json_uint(j, "boundaries", atomic_load(&boundaries));
 	double busy_us = -1, idle_us = -1, wall_us = (double)(w.t1 - w.t0) / 1e3;
 	gpu_json(j, &w, &s, st.records, &busy_us, &idle_us);

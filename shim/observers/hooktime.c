@@ -6,6 +6,8 @@
 
 /* Weighted sums over the sampled calls: ns times calls stood for, and the calls. */
 static _Atomic uint64_t weighted_ns, weighted_calls;
+/* The waits: ns and calls, every one. */
+static _Atomic uint64_t wait_ns, wait_calls;
 
 /* The next distance, 1 .. 2 * CG_HOOKTIME_EVERY - 1 calls (xorshift, seeded per thread). */
 static uint32_t next_distance(void)
@@ -42,4 +44,17 @@ void cg_hooktime_total(uint64_t *ns, uint64_t *calls)
 {
 	*ns = atomic_load_explicit(&weighted_ns, memory_order_relaxed);
 	*calls = atomic_load_explicit(&weighted_calls, memory_order_relaxed);
+}
+
+void cg_hooktime_waited(uint64_t t0)
+{
+	uint64_t now = cg_monotonic_ns();
+	atomic_fetch_add_explicit(&wait_ns, now > t0 ? now - t0 : 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&wait_calls, 1, memory_order_relaxed);
+}
+
+void cg_hooktime_waits(uint64_t *ns, uint64_t *calls)
+{
+	*ns = atomic_load_explicit(&wait_ns, memory_order_relaxed);
+	*calls = atomic_load_explicit(&wait_calls, memory_order_relaxed);
 }

@@ -153,7 +153,8 @@ struct cg_stream {
  * by more than the 3.4 us of host time a launch costs: the cost gate disables them). Two events recorded on one stream measure that clock; on two streams,
  * wall-clock time. */
 void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph);
-/* The device timeline, where a fake CUPTI turned it on (fakecuda_activity): one device running
+/* The device timeline, where a fake CUPTI turned it on (fakecuda_activity) or FAKECUDA_GPU_NS is
+ * set (on the monotonic clock, from the first op): one device running
  * every stream's ops in submission order, each FAKECUDA_GPU_NS long (default: the times above),
  * starting once its launch call has spent its host time (FAKECUDA_SPIN_NS) and the device is
  * free; a synchronous call waits, spinning, until the device is done (an op of its own first,

@@ -135,7 +135,8 @@ static CUresult get_ctx(CUstream hStream, CUcontext *pctx)
 CG_TWINS(cuStreamGetCtx, (CUstream hStream, CUcontext *pctx),
           get_ctx(hStream, pctx))
 
-/* The device timeline (fake.h): off until a fake CUPTI calls fakecuda_activity. */
+/* The device timeline (fake.h): off until a fake CUPTI calls fakecuda_activity, or FAKECUDA_GPU_NS
+ * turns it on (timeline_default). */
 static struct {
   pthread_mutex_t lock;
   uint64_t (*_Atomic clock)(void);
@@ -169,9 +170,34 @@ static void timeline_run(size_t ops, unsigned long long per_op)
   pthread_mutex_unlock(&timeline.lock);
 }
 
+/* FAKECUDA_GPU_NS set and no fake CUPTI: the timeline on the monotonic clock, unrecorded, so
+ * that a program's waits take what its device work takes (checked once, at the first op). */
+static uint64_t monotonic(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void unrecorded(uint64_t start, uint64_t end)
+{
+  (void)start;
+  (void)end;
+}
+
+static void timeline_default(void)
+{
+  static atomic_bool checked;
+  if (atomic_load_explicit(&checked, memory_order_acquire)) return;
+  const char *v = getenv("FAKECUDA_GPU_NS");
+  if (v && *v && !atomic_load(&timeline.clock)) fakecuda_activity(monotonic, unrecorded);
+  atomic_store_explicit(&checked, true, memory_order_release);
+}
+
 void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph)
 {
   static atomic_int graph_slow = -1;
+  timeline_default();
   if (atomic_load_explicit(&graph_slow, memory_order_relaxed) < 0) {
     const char *v = getenv("FAKECUDA_GRAPH_SLOW");
     atomic_store_explicit(&graph_slow, v && *v == '1', memory_order_relaxed);

@@ -17,6 +17,7 @@ LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   "$SRC/bench/sweep" "$BUILD" 2 default -- "$PROG" --kernels 200 --iters 50 --sync > "$tmp/table.txt" ||
   fail "sweep exited $?"
 echo "mb-200: per iteration              2.00 ms wall · 200.0 launches · 1.0 syncs · 1000.0 us in launch calls" >> "$tmp/table.txt"
+echo "mb-200: waits                      1.0 per iteration (syncs, copies to or from the host), 50.0 us each over the run" >> "$tmp/table.txt"
 echo "mb-200: the floor                  busy bound at most 2.50x (host-bound) · launch-gap bound at most 1.20x" >> "$tmp/table.txt"
 python3 "$SRC/bench/results.py" --runs "$tmp/runs.csv" --floors "$tmp/table.txt" --dir "$tmp/results" \
   --gpu "FakeCUDA CPU" --driver 13.0 --cuda 13.0 --date 2026-01-02 --commit abc1234 \
@@ -37,7 +38,7 @@ printf '%s\n' "$row" | awk -F' [|] ' '{
   d1 = r[1] - 100 * (s - 1) / 1.5; d2 = r[2] + 0 - 100 * (s - 1) / 0.2
   exit !(g ~ /^-?[0-9]+% · -?[0-9]+%$/ && d1 * d1 <= 1 && d2 * d2 <= 1) }' ||
   fail "gain reached: want (speedup - 1) / 1.5 and / 0.2 in $row"
-[ "$(grep -c '^| mb-200 | ' "$md")" -eq 6 ] || fail "want 1 table row, 1 replay cost row and 4 runs"
+[ "$(grep -c '^| mb-200 | ' "$md")" -eq 7 ] || fail "want 1 table row, 1 replay cost row, 1 wait cost row and 4 runs"
 # What the replays cost: each cugraft run's CSV line carries its summary's ops replayed and the
 # host time of its graph launches, patches and builds; the section sets their medians per op
 # replayed beside the eager launch call of the per-iteration line (1000 us / 200 launches); each
@@ -54,3 +55,14 @@ printf '%s\n' "$cost" | awk -F' [|] ' '{
 # the launch call under cugraft is the median of the runs' launch_call_us / launch_call_count
 want=$(awk -F, '$2 == "default" { print $12 / $13 }' "$tmp/runs.csv" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (v[1] + v[NR]) / 2 }')
 printf '%s\n' "$cost" | grep -qF "| $want |" || fail "launch call under cugraft: want $want (the runs' median) in $cost"
+# What the waits cost: the median of the runs' wait_call_us / wait_call_count beside the eager
+# wait of the waits line (50 us, 1 an iteration), their difference, and what it makes of the
+# 2000 us iteration, its sign a cost.
+grep -qF "## What the waits cost" "$md" || fail "no wait cost section"
+waits=$(sed -n '/^## What the waits cost/,/^## Every run/p' "$md" | grep '^| mb-200 | default | ')
+want=$(awk -F, '$2 == "default" { print $14 / $15 }' "$tmp/runs.csv" | sort -g | awk '{ v[NR] = $1 } END { printf "%.1f", (v[1] + v[NR]) / 2 }')
+printf '%s\n' "$waits" | awk -F' [|] ' -v w="$want" '{
+  n = $3; e = $4; c = $5; x = $6; o = $7; sub(/%$/, "", o)
+  exit !(n == "1.0" && e == "50.0" && c == w && (c - e - x) ^ 2 <= 0.01 && (o + 100 * x / 2000) ^ 2 <= 0.01) }' ||
+  fail "wait cost: want 1.0 a wait an iteration, eager 50.0, $want under cugraft (the runs' median), their difference and -100 * it / 2000 % in $waits"
+echo "ok: $waits"

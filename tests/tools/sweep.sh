@@ -3,8 +3,8 @@
 # second round in reverse order; its summary lines, and one line per run in SWEEP_CSV, in the
 # order the runs ran, whose in-process figure is the kept report's controller figures (eager ns
 # per op over graphed), or "-" where no probe ended, and whose replay costs (ops replayed, host
-# time of graph launches, patches, builds, of the launch calls inside cugraft and their number)
-# are the report's summary's. Skipped (77) while the
+# time of graph launches, patches, builds, of the launch calls inside cugraft and their number,
+# of the waits and their number: every sync and host copy) are the report's summary's. Skipped (77) while the
 # workload or the fake driver is not built.
 # usage: sweep.sh CUGRAFT SRCDIR BUILDDIR
 set -u
@@ -37,10 +37,10 @@ assert order == [("eager", "1"), ("default", "1"), ("default", "2"), ("eager", "
 for row in rows:
     name, setting, rnd, figure, share, mode, inproc = row[:7]
     cost = row[7:]
-    assert len(cost) == 6, row  # thirteen fields
+    assert len(cost) == 8, row  # fifteen fields
     float(figure)
     if setting == "eager":
-        assert (share, mode, inproc) == ("-", "-", "-") and cost == ["-"] * 6, row
+        assert (share, mode, inproc) == ("-", "-", "-") and cost == ["-"] * 8, row
         continue
     assert 0 <= float(share) <= 1 and mode in ("graphs", "eager"), row
     s = [json.loads(l) for l in open("%s/mb.1.%s.jsonl" % (sys.argv[2], rnd))
@@ -50,8 +50,9 @@ for row in rows:
     want = "%.3f" % (e / g) if e > 0 and g > 0 else "-"
     assert inproc == want, (row, want)
     keys = ("ops_replayed", "graph_launch_us", "patch_us", "graph_build_us", "launch_call_us",
-            "launch_call_count")
+            "launch_call_count", "wait_call_us", "wait_call_count")
     assert [float(x) for x in cost] == [float("%g" % s[k]) for k in keys], (row, [s[k] for k in keys])
     assert float(cost[0]) > 0 and float(cost[1]) > 0 and float(cost[5]) > 0, row
+    assert float(cost[7]) == s["boundaries"].get("sync", 0) + s["boundaries"].get("host_copy", 0), row
 print("ok: SWEEP_CSV's in-process figures and replay costs are the reports'")
 PY
