@@ -85,10 +85,13 @@ def read_iterations(path):
         return its
     with open(path) as f:
         for line in f:
-            m = re.match(r"^([\w.-]+): per iteration\s+([0-9.]+) ms wall · ([0-9.]+) launches"
-                         r" · [0-9.]+ syncs · ([0-9.]+) us in launch calls", line)
+            # (`cugraft profile` prints times of 1 ms and more in ms, shorter ones in us)
+            m = re.match(r"^([\w.-]+): per iteration\s+([0-9.]+) (us|ms) wall · ([0-9.]+) launches"
+                         r".* · [0-9.]+ syncs · ([0-9.]+) (us|ms) in launch calls", line)
             if m:
-                its[m.group(1)] = (1000 * float(m.group(2)), float(m.group(3)), float(m.group(4)))
+                us = lambda v, unit: float(v) * (1000 if unit == "ms" else 1)
+                its[m.group(1)] = (us(m.group(2), m.group(3)), float(m.group(4)),
+                                   us(m.group(5), m.group(6)))
     return its
 
 
@@ -263,7 +266,8 @@ def main():
         "",
         "- machine: %s; driver %s; CUDA %s; PyTorch %s" % (a.gpu, a.driver, a.cuda, a.torch),
         "- command: `%s`" % a.command,
-        "- every run: [`%s`](%s) (workload,setting,round,figure,replayed_share,mode,in-process)"
+        "- every run: [`%s`](%s) (workload,setting,round,figure,replayed_share,mode,in-process, then"
+        " what the replays, launch calls and waits took: bench/sweep's SWEEP_CSV)"
         % (os.path.basename(base + ".csv"), os.path.basename(base + ".csv")),
         "",
         "Each workload runs eagerly and under each setting, interleaved round after round (in",
@@ -307,7 +311,8 @@ def main():
                   "above; *both*: their sum, what the two terms leave of the wall time per iteration;",
                   "*measured*: what the runs saved, 1 - cugraft median / eager median. What",
                   "*both* and *measured* differ by is the rest: cugraft's effect on the program's",
-                  "own host work, and the machine's noise.",
+                  "own host work, and the machine's noise. (A loop that its launch calls no longer",
+                  "bound waits for its GPU instead: that shows in the waits, as exposure.)",
                   ""] + waits
     lines += ["", "## Every run", ""] + every_run(runs)
     with open(base + ".md", "w") as f:

@@ -16,7 +16,7 @@ LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   SWEEP_CSV=$tmp/runs.csv SWEEP_NAME=mb-200 \
   "$SRC/bench/sweep" "$BUILD" 2 default -- "$PROG" --kernels 200 --iters 50 --sync > "$tmp/table.txt" ||
   fail "sweep exited $?"
-echo "mb-200: per iteration              2.00 ms wall · 200.0 launches · 1.0 syncs · 1000.0 us in launch calls" >> "$tmp/table.txt"
+echo "mb-200: per iteration              2.00 ms wall · 200.0 launches · 1.0 syncs · 1.00 ms in launch calls" >> "$tmp/table.txt"
 echo "mb-200: waits                      1.0 per iteration (syncs, copies to or from the host), 50.0 us each over the run" >> "$tmp/table.txt"
 echo "mb-200: the floor                  busy bound at most 2.50x (host-bound) · launch-gap bound at most 1.20x" >> "$tmp/table.txt"
 python3 "$SRC/bench/results.py" --runs "$tmp/runs.csv" --floors "$tmp/table.txt" --dir "$tmp/results" \
