@@ -279,8 +279,8 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 {
 	double launch = cg_merged_total(m, "graph_launch_us", -1);
 	double patch = cg_merged_total(m, "patch_us", -1);
-	double launches = cg_merged_total(m, "graph_launches", 0);
-	double patches = cg_merged_total(m, "patches", 0);
+	double launches = cg_merged_along(m, "graph_launch_us", 0);  /* (older files time none) */
+	double patches = cg_merged_along(m, "patch_us", 0);
 	if (launch < 0 || patch < 0 || launches <= 0)
 		return;
 	printf("  replay     launching the graphs took %.1f ms (%.2f us each)", launch / 1000.0,
@@ -299,7 +299,7 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 	if (waits > 0 && in_waits >= 0)
 		printf("             its %.0f waits (syncs, copies to or from the host) took %.1f ms, %.1f us each, the flushes they made in\n",
 		       waits, in_waits / 1000.0, in_waits / waits);
-	double learned = cg_merged_total(m, "chunks_learned", 0);
+	double learned = cg_merged_along(m, "chunks_launched_8_times", 0);
 	double repaid = cg_merged_total(m, "chunks_launched_8_times", -1);
 	if (repaid >= 0 && learned > 0)
 		printf("             %.0f of %.0f chunks learned ran their graphs 8 times or more (about what repays a build)\n",

@@ -480,6 +480,22 @@ void cg_merged_add_file(struct cg_merged *m, const struct cg_rfile *f)
 		cg_merged_add(m, &f->procs[i]);
 }
 
+/* Members counted by another member (cg_merged_along). */
+static const char *const cg_counted_by[][2] = {
+	{ "graph_launch_us", "graph_launches" },
+	{ "patch_us", "patches" },
+	{ "chunks_launched_8_times", "chunks_learned" },
+};
+
+static void cg_merged_along_add(struct cg_merged *m, const struct jv *s)
+{
+	for (size_t i = 0; i < sizeof cg_counted_by / sizeof cg_counted_by[0]; i++) {
+		const struct jv *v = jv_get(s, cg_counted_by[i][0]);
+		if (v != NULL && v->type == JV_NUM)
+			cg_counts_add(&m->along, cg_counted_by[i][0], jv_num(jv_get(s, cg_counted_by[i][1]), 0));
+	}
+}
+
 void cg_merged_add(struct cg_merged *m, const struct cg_rproc *f)
 {
 	m->processes++;
@@ -502,6 +518,7 @@ void cg_merged_add(struct cg_merged *m, const struct cg_rproc *f)
 		}
 		return;
 	}
+	cg_merged_along_add(m, s);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct jv *v = s->items[i];
 		const char *key = s->keys[i];
@@ -532,6 +549,12 @@ double cg_merged_total(const struct cg_merged *m, const char *name, double def)
 {
 	size_t i = cg_counts_find(&m->totals, name);
 	return i < m->totals.n ? m->totals.counts[i] : def;
+}
+
+double cg_merged_along(const struct cg_merged *m, const char *name, double def)
+{
+	size_t i = cg_counts_find(&m->along, name);
+	return i < m->along.n ? m->along.counts[i] : def;
 }
 
 const struct cg_counts *cg_merged_map(const struct cg_merged *m, const char *name)
@@ -663,6 +686,7 @@ void cg_merged_json(FILE *out, const struct cg_merged *m)
 void cg_merged_free(struct cg_merged *m)
 {
 	cg_counts_free(&m->totals);
+	cg_counts_free(&m->along);
 	cg_counts_free(&m->kernels);
 	cg_counts_free(&m->sites);
 	for (size_t i = 0; i < m->map_names.n; i++)

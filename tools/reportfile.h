@@ -67,6 +67,8 @@ struct cg_merged {
 	size_t files, processes, partial;
 	const char *mistyped;                     /* the first summary member of the wrong type */
 	struct cg_counts totals;                  /* numeric members */
+	struct cg_counts along;                   /* a member's count (cg_merged_along), summed over
+	                                             the processes that wrote the member */
 	struct cg_counts map_names;               /* fallbacks, entry_points, ...: names of maps[] */
 	struct cg_counts *maps;
 	struct cg_counts kernels;
@@ -87,6 +89,11 @@ struct cg_site {
 };
 bool cg_site_read(const char *name, struct cg_site *out);
 double cg_merged_total(const struct cg_merged *m, const char *name, double def);
+/* What a member added up over is counted by: graph_launch_us by graph_launches, patch_us by
+ * patches, chunks_launched_8_times by chunks_learned; that count summed over the processes
+ * whose summary has the member (a file of an older library has the count, not the member), or
+ * `def` where none has it. */
+double cg_merged_along(const struct cg_merged *m, const char *name, double def);
 const struct cg_counts *cg_merged_map(const struct cg_merged *m, const char *name);
 /* A version's values -> files that had it; NULL when no file had it. Each value is a number
  * or a string as cg_version_print writes it (JSON: strings quoted). */

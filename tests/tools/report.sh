@@ -2,7 +2,8 @@
 # `cugraft report`: a two-rank pair of hand-written reports renders per rank and merged totals
 # (divergence sites summed across ranks);
 # --json gives the merged summary; a line cut in the middle is named (file:line), the rest is
-# still rendered and the exit status is 1.
+# still rendered and the exit status is 1; merged with an older library's file, per-call figures
+# are the newer file's own.
 # usage: report.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 CG=$1 DATA=$2/tests/tools/data
@@ -81,3 +82,14 @@ echo "bad lines named, the rest rendered"
 
 "$CG" report "$T/missing.jsonl" 2>/dev/null; rc=$?
 [ "$rc" -eq 1 ] || fail "missing file exited $rc"
+
+# A report of an older library (no replay times) merged with a newer one: the merged per-call
+# figures are the newer file's own (450 us over its 45 graph launches, 50 us over its 100
+# patches, 3 of its 5 chunks), not its times over both files' counts.
+sed 's/"event":"summary",/&"graph_launch_us":450,"patch_us":50,"chunks_launched_8_times":3,"chunks_learned":5,/' \
+  "$DATA/rank1.jsonl" > "$T/new.jsonl"
+sed 's/"event":"summary",/&"chunks_learned":7,/' "$DATA/rank0.jsonl" > "$T/old.jsonl"
+out=$("$CG" report "$T/old.jsonl" "$T/new.jsonl" | sed -n '/^== merged/,$p') || fail "exit $? merging old and new"
+expect "$out" "replay     launching the graphs took 0.5 ms (10.00 us each), patching 100 nodes 0.1 ms (0.50 us each)"
+expect "$out" "3 of 5 chunks learned ran their graphs 8 times or more"
+echo "an older file's counts left out of the newer file's per-call figures"
