@@ -58,56 +58,49 @@ def read_runs(path):
     return runs
 
 
+def matches(path, pattern):
+    """The matches of `pattern` at the start of the lines of bench/table's output (none without
+    it)."""
+    if not path or not os.path.exists(path):
+        return
+    with open(path) as f:
+        for line in f:
+            m = re.match(pattern, line)
+            if m:
+                yield m
+
+
+def us(value, unit):
+    """`cugraft profile` prints times of 1 ms and more in ms, shorter ones in us."""
+    return float(value) * (1000 if unit == "ms" else 1)
+
+
 def read_floors(path):
     """workload -> (busy bound, launch-gap bound), floats or None, from bench/table's floor lines."""
     floors = {}
-    if not path or not os.path.exists(path):
-        return floors
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"^([\w.-]+): the floor (.*)", line)
-            if not m:
-                continue
-            busy = re.search(r"busy bound at most ([0-9.]+)x", m.group(2))
-            gap = re.search(r"launch-gap bound at most ([0-9.]+)x", m.group(2))
-            if not busy:  # an older floor line: its one bound is the busy bound
-                busy = re.search(r"at most ([0-9.]+)x", m.group(2))
-            floors[m.group(1)] = (float(busy.group(1)) if busy else None,
-                                  float(gap.group(1)) if gap else None)
+    for m in matches(path, r"^([\w.-]+): the floor (.*)"):
+        busy = re.search(r"busy bound at most ([0-9.]+)x", m.group(2))
+        gap = re.search(r"launch-gap bound at most ([0-9.]+)x", m.group(2))
+        if not busy:  # an older floor line: its one bound is the busy bound
+            busy = re.search(r"at most ([0-9.]+)x", m.group(2))
+        floors[m.group(1)] = (float(busy.group(1)) if busy else None,
+                              float(gap.group(1)) if gap else None)
     return floors
 
 
 def read_iterations(path):
     """workload -> (wall us, launches, us in launch calls) per iteration, from bench/table's
     "NAME: per iteration" lines (`cugraft profile` of the eager program)."""
-    its = {}
-    if not path or not os.path.exists(path):
-        return its
-    with open(path) as f:
-        for line in f:
-            # (`cugraft profile` prints times of 1 ms and more in ms, shorter ones in us)
-            m = re.match(r"^([\w.-]+): per iteration\s+([0-9.]+) (us|ms) wall · ([0-9.]+) launches"
-                         r".* · [0-9.]+ syncs · ([0-9.]+) (us|ms) in launch calls", line)
-            if m:
-                us = lambda v, unit: float(v) * (1000 if unit == "ms" else 1)
-                its[m.group(1)] = (us(m.group(2), m.group(3)), float(m.group(4)),
-                                   us(m.group(5), m.group(6)))
-    return its
+    return {m.group(1): (us(m.group(2), m.group(3)), float(m.group(4)), us(m.group(5), m.group(6)))
+            for m in matches(path, r"^([\w.-]+): per iteration\s+([0-9.]+) (us|ms) wall · "
+                             r"([0-9.]+) launches.* · [0-9.]+ syncs · ([0-9.]+) (us|ms) in launch calls")}
 
 
 def read_waits(path):
     """workload -> (waits per iteration, us a wait over the run), from bench/table's "NAME: waits"
     lines (`cugraft profile` of the eager program)."""
-    waits = {}
-    if not path or not os.path.exists(path):
-        return waits
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"^([\w.-]+): waits\s+([0-9.]+) per iteration .*?, ([0-9.]+) (us|ms) each", line)
-            if m:
-                waits[m.group(1)] = (float(m.group(2)),
-                                     float(m.group(3)) * (1000 if m.group(4) == "ms" else 1))
-    return waits
+    return {m.group(1): (float(m.group(2)), us(m.group(3), m.group(4)))
+            for m in matches(path, r"^([\w.-]+): waits\s+([0-9.]+) per iteration .*?, ([0-9.]+) (us|ms) each")}
 
 
 def bound(v):
