@@ -1,13 +1,14 @@
 /* The program's host time inside cugraft's wrappers. Its launch calls (kernel launches, async
- * memsets and device copies), sampled: about one call in CG_HOOKTIME_EVERY, at random distances so that no
- * loop's period lines up with them, is timed from the wrapper's entry to its return and stands
- * for the calls up to the next sample. Set beside what the eager program's launch calls take
- * (`cugraft profile`), it is what cugraft costs or saves the program per launch call, everything
- * in: packing and matching the op, deferring it, the graph launches, patches and builds it
- * triggers, the forward of the ops it passes. Written as the summary's launch_call_us.
- * And its waits (syncs and copies to or from the host, the calls after which the host has seen
- * the GPU's work), every one: what they take beside the eager program's is what deferring the
- * work exposed to a waiting host, the flush of that work in. Written as wait_call_us. */
+ * memsets and device copies), sampled: about one call in CG_HOOKTIME_EVERY, at random distances
+ * so that no loop's period lines up with them, is timed from the wrapper's entry to its return
+ * and stands for the calls up to the next sample. Set beside what the eager program's launch
+ * calls take (`cugraft profile`), it is what cugraft costs or saves the program per launch call,
+ * everything in: packing and matching the op, deferring it, the graph launches, patches and
+ * builds it triggers, the forward of the ops it passes. Written as the summary's
+ * launch_call_us. And its waits (syncs and copies to or from the host, the calls after which
+ * the host has seen the GPU's work), every one: what they take beside the eager program's is
+ * what deferring the work exposed to a waiting host, the flush of that work in. Written as
+ * wait_call_us. */
 #ifndef CG_SHIM_HOOKTIME_H
 #define CG_SHIM_HOOKTIME_H
 
