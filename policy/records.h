@@ -80,10 +80,13 @@ struct cg_event {
 
 /* Where deferred work kept diverging, for the report: the op the chunk expected and the op that
  * came instead (kernel names, cut to CG_SITE_NAME - 1 bytes; "#" and the op's hash where it has
- * none), at op `at` (from 0) of an `ops`-op chunk, `count` times. */
+ * none), at op `at` (from 0) of an `ops`-op chunk, `count` times, the first and the latest time
+ * at the stream's ops `first_op` and `last_op` (from 0): a site of the warm-up, or one that
+ * keeps coming. */
 #define CG_SITE_NAME 128
 struct cg_divergence_site {
 	uint64_t count;
+	uint64_t first_op, last_op;
 	uint32_t at, ops;
 	char expected[CG_SITE_NAME], got[CG_SITE_NAME];
 };

@@ -398,9 +398,10 @@ static void site_name(char *to, const struct cg_op *op)
 /* One more divergence at this site; a new site takes the place of the least frequent one
  * when all are taken (the sites that keep diverging stay). */
 static void note_site(struct cg_engine *e, const struct cg_op *expected, const struct cg_op *got,
-                      uint32_t at, uint32_t ops)
+                      uint32_t at, uint32_t ops, uint64_t op_index)
 {
-	struct cg_divergence_site site = { .count = 1, .at = at, .ops = ops };
+	struct cg_divergence_site site = { .count = 1, .at = at, .ops = ops, .first_op = op_index,
+	                                   .last_op = op_index };
 	site_name(site.expected, expected);
 	site_name(site.got, got);
 	pthread_mutex_lock(&e->lock);
@@ -410,6 +411,10 @@ static void note_site(struct cg_engine *e, const struct cg_op *expected, const s
 		if (t->count && t->at == at && t->ops == ops && strcmp(t->expected, site.expected) == 0 &&
 		    strcmp(t->got, site.got) == 0) {
 			t->count++;
+			if (op_index < t->first_op)  /* (another stream's ops) */
+				t->first_op = op_index;
+			if (op_index > t->last_op)
+				t->last_op = op_index;
 			pthread_mutex_unlock(&e->lock);
 			return;
 		}
@@ -444,7 +449,7 @@ void cg_diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	struct cg_op got = *op;
 	got.hash = hash;
 	ST(s, divergences, 1);
-	note_site(s->e, expected.sig ? &expected : NULL, &got, pos, ops);
+	note_site(s->e, expected.sig ? &expected : NULL, &got, pos, ops, s->op_index - 1);
 	cg_submit_deferred(s, CG_R_DIVERGENCE, (struct cg_event){ .op_index = s->op_index - 1,
 	                   .chunk_ops = pos, .expected = expected.sig ? &expected : NULL,
 	                   .got = &got });

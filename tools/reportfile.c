@@ -445,7 +445,17 @@ static bool cg_summed(const char *key)
 }
 
 /* "<at> <ops> <length of expected>:<expected><got>": names may hold any character. */
-static void cg_site_add(struct cg_counts *sites, const struct jv *v)
+/* c[name] becomes v where it has none, or where v is less (`least`) or more than it. */
+static void cg_counts_extreme(struct cg_counts *c, const char *name, double v, bool least)
+{
+	size_t i = cg_counts_find(c, name);
+	if (i == c->n)
+		cg_counts_add(c, name, v);
+	else if (least ? v < c->counts[i] : v > c->counts[i])
+		c->counts[i] = v;
+}
+
+static void cg_site_add(struct cg_merged *m, const struct jv *v)
 {
 	const char *expected = jv_str(jv_get(v, "expected")), *got = jv_str(jv_get(v, "got"));
 	double at = jv_num(jv_get(v, "at"), -1), ops = jv_num(jv_get(v, "ops"), -1);
@@ -456,7 +466,12 @@ static void cg_site_add(struct cg_counts *sites, const struct jv *v)
 	size_t elen = strlen(expected), size = elen + strlen(got) + 40;
 	char *name = cg_grow(NULL, size, 1);
 	snprintf(name, size, "%u %u %zu:%s%s", (unsigned)at, (unsigned)ops, elen, expected, got);
-	cg_counts_add(sites, name, count);
+	cg_counts_add(&m->sites, name, count);
+	double first = jv_num(jv_get(v, "first_op"), -1), last = jv_num(jv_get(v, "last_op"), -1);
+	if (first >= 0 && last >= first) {
+		cg_counts_extreme(&m->site_first, name, first, true);
+		cg_counts_extreme(&m->site_last, name, last, false);
+	}
 	free(name);
 }
 
@@ -540,7 +555,7 @@ void cg_merged_add(struct cg_merged *m, const struct cg_rproc *f)
 			}
 		} else if (v->type == JV_ARR && strcmp(key, "divergence_sites") == 0) {
 			for (size_t k = 0; k < v->n; k++)
-				cg_site_add(&m->sites, v->items[k]);
+				cg_site_add(m, v->items[k]);
 		}
 	}
 }
@@ -549,6 +564,16 @@ double cg_merged_total(const struct cg_merged *m, const char *name, double def)
 {
 	size_t i = cg_counts_find(&m->totals, name);
 	return i < m->totals.n ? m->totals.counts[i] : def;
+}
+
+bool cg_merged_site_span(const struct cg_merged *m, const char *name, double *first, double *last)
+{
+	size_t i = cg_counts_find(&m->site_first, name), k = cg_counts_find(&m->site_last, name);
+	if (i == m->site_first.n || k == m->site_last.n)
+		return false;
+	*first = m->site_first.counts[i];
+	*last = m->site_last.counts[k];
+	return true;
 }
 
 double cg_merged_along(const struct cg_merged *m, const char *name, double def)
@@ -676,6 +701,13 @@ void cg_merged_json(FILE *out, const struct cg_merged *m)
 		jv_print_string(out, site.got);
 		fprintf(out, ",\"at\":%u,\"ops\":%u,\"count\":", site.at, site.ops);
 		cg_print_num(out, top.counts[k]);
+		double first, last;
+		if (cg_merged_site_span(m, top.names[k], &first, &last)) {
+			fputs(",\"first_op\":", out);
+			cg_print_num(out, first);
+			fputs(",\"last_op\":", out);
+			cg_print_num(out, last);
+		}
 		fputc('}', out);
 		free(expected);
 	}
@@ -689,6 +721,8 @@ void cg_merged_free(struct cg_merged *m)
 	cg_counts_free(&m->along);
 	cg_counts_free(&m->kernels);
 	cg_counts_free(&m->sites);
+	cg_counts_free(&m->site_first);
+	cg_counts_free(&m->site_last);
 	for (size_t i = 0; i < m->map_names.n; i++)
 		cg_counts_free(&m->maps[i]);
 	for (size_t i = 0; i < m->version_names.n; i++)

@@ -73,6 +73,7 @@ struct cg_merged {
 	struct cg_counts *maps;
 	struct cg_counts kernels;
 	struct cg_counts sites;                   /* divergence sites (cg_site_read) -> count */
+	struct cg_counts site_first, site_last;   /* -> the first and latest op, where known */
 	struct cg_counts version_names;           /* nccl_version, ...: names of versions[] */
 	struct cg_counts *versions;               /* per version: value -> files that had it */
 };
@@ -88,6 +89,9 @@ struct cg_site {
 	int expected_len;
 };
 bool cg_site_read(const char *name, struct cg_site *out);
+/* The first and the latest op a site diverged at (summed sites: the earliest and the latest of
+ * them); false where no summary said. */
+bool cg_merged_site_span(const struct cg_merged *m, const char *name, double *first, double *last);
 double cg_merged_total(const struct cg_merged *m, const char *name, double def);
 /* What a member added up over is counted by: graph_launch_us by graph_launches, patch_us by
  * patches, chunks_launched_8_times by chunks_learned; that count summed over the processes

@@ -107,6 +107,8 @@ static void json_divergence_sites(struct cg_json *j)
 		cg_json_uint(j, "at", site[i].at);
 		cg_json_uint(j, "ops", site[i].ops);
 		cg_json_uint(j, "count", site[i].count);
+		cg_json_uint(j, "first_op", site[i].first_op);
+		cg_json_uint(j, "last_op", site[i].last_op);
 		cg_json_obj_end(j);
 	}
 	cg_json_arr_end(j);

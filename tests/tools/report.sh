@@ -93,3 +93,17 @@ out=$("$CG" report "$T/old.jsonl" "$T/new.jsonl" | sed -n '/^== merged/,$p') || 
 expect "$out" "replay     launching the graphs took 0.5 ms (10.00 us each), patching 100 nodes 0.1 ms (0.50 us each)"
 expect "$out" "3 of 5 chunks learned ran their graphs 8 times or more"
 echo "an older file's counts left out of the newer file's per-call figures"
+
+# Where a site diverged first and last (the stream's ops), per file and merged: the earliest
+# first and the latest last of the files that say; a file that does not say adds its count only.
+sed 's/"count":90}/"count":90,"first_op":100,"last_op":900}/' "$DATA/rank0.jsonl" > "$T/span0.jsonl"
+sed 's/"count":50}/"count":50,"first_op":50,"last_op":700}/' "$DATA/rank1.jsonl" > "$T/span1.jsonl"
+out=$("$CG" report "$T/span0.jsonl" "$T/span1.jsonl") || fail "exit $? with site spans"
+expect "$out" "got reduce_kernel at op 7 of a 22-op chunk (90 times, from op 100 to op 900)"
+expect "$out" "got reduce_kernel at op 7 of a 22-op chunk (50 times, from op 50 to op 700)"
+expect "$out" "got reduce_kernel at op 7 of a 22-op chunk (140 times, from op 50 to op 900)"
+json=$("$CG" report --json "$T/span0.jsonl" "$T/span1.jsonl") || fail "exit $? (--json) with site spans"
+expect "$json" '"got":"reduce_kernel","at":6,"ops":22,"count":140,"first_op":50,"last_op":900}'
+out=$("$CG" report "$T/span0.jsonl" "$DATA/rank1.jsonl" | sed -n '/^== merged/,$p')
+expect "$out" "(140 times, from op 100 to op 900)"
+echo "divergence sites: the first and the latest op, per file and merged"

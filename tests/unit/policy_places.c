@@ -283,8 +283,13 @@ static void test_divergence_sites(void **state)
 	assert_string_equal(site[0].got, "odd");
 	assert_int_equal(site[0].at, at);
 	assert_true(site[0].ops > at);
+	/* the stream's ops, from 0: the first time in step 10, the latest in step 12 */
+	assert_int_equal(site[0].first_op, 10 * OPS + ODD);
+	assert_int_equal(site[0].last_op, 12 * OPS + ODD);
 	assert_int_equal(strlen(site[1].got), CG_SITE_NAME - 1);
 	assert_int_equal(site[1].count, 1);
+	assert_int_equal(site[1].first_op, 13 * OPS + ODD);
+	assert_int_equal(site[1].last_op, 13 * OPS + ODD);
 	assert_true(site[2].got[0] == '#' && strlen(site[2].got) == 17);
 	assert_int_equal(cg_engine_divergence_sites(g.e, site, 1), 1);
 	assert_int_equal(site[0].count, 3);
