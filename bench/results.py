@@ -119,9 +119,9 @@ def fmt(v):
 
 
 def table(runs, floors, unit):
-    out = ["| workload | setting | eager (%s) | cugraft (%s) | speedup | paired | replayed, each run "
-           "| busy bound | launch-gap bound | gain reached (busy · launch-gap) |" % (unit, unit),
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| workload | setting | eager (%s) | cugraft (%s) | speedup | paired | in-process "
+           "| replayed, each run | busy bound | launch-gap bound | gain reached (busy · launch-gap) |"
+           % (unit, unit), "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, settings in runs.items():
         eager = settings.get("eager", {})
         e_med = statistics.median(v[0] for v in eager.values()) if eager else None
@@ -131,18 +131,20 @@ def table(runs, floors, unit):
                 continue
             med = statistics.median(v[0] for v in rounds.values())
             if setting == "eager":  # a row run alone (a hand-made graph): its own median only
-                out.append("| %s | (alone) | %s | | | | | %s | %s | |" % (
+                out.append("| %s | (alone) | %s | | | | | | %s | %s | |" % (
                     name, fmt(med), bound(busy), bound(gap)))
                 continue
             speedup = e_med / med if e_med and med else None
             ratio = "%.3fx" % speedup if speedup else "-"
             pairs = [eager[r][0] / v[0] for r, v in rounds.items() if r in eager and v[0]]
             paired = "%.3fx" % statistics.median(pairs) if pairs else "-"
+            inprocs = [float(v[3]) for v in rounds.values() if v[3] not in ("", "-")]
+            inproc = "%.3fx" % statistics.median(inprocs) if inprocs else "-"
             shares = ", ".join(v[1] for v in rounds.values())
             gains = "%s · %s" % (reached(speedup, busy), reached(speedup, gap)) if busy or gap else ""
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                name, setting, fmt(e_med) if e_med else "-", fmt(med), ratio, paired, shares,
-                bound(busy), bound(gap), gains))
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                name, setting, fmt(e_med) if e_med else "-", fmt(med), ratio, paired, inproc,
+                shares, bound(busy), bound(gap), gains))
     return out
 
 
@@ -266,7 +268,10 @@ def main():
         "Each workload runs eagerly and under each setting, interleaved round after round (in",
         "reverse order every other round). *eager*, *cugraft*: the medians of the runs' figures,",
         "%s. *speedup*: eager median over cugraft median; *paired*: the" % a.unit,
-        "median of each round's own ratio. *replayed*: the share of ops each cugraft run replayed",
+        "median of each round's own ratio; *in-process*: the median of the runs' own controller",
+        "figures, the eager epochs' time per op over the graphed epochs' of the same process (a",
+        "run's host speed moves both alike; eager epochs still pass through cugraft; \"-\": no probe",
+        "ended). *replayed*: the share of ops each cugraft run replayed",
         "from graphs. *busy bound*, *launch-gap bound*: the most a launch-side tool can gain by",
         "`cugraft profile`: no shorter than the GPU busy time nor than the wall time less the",
         "launch calls; only the GPU's idle time inside launch calls removed (the host's own work",

@@ -1,8 +1,9 @@
 #!/bin/sh
 # bench/table's results file on the CPU fake driver: bench/sweep's runs of a workload (as
 # bench/table collects them) go through bench/results.py, which must write
-# <date>-<gpu>-<commit>.md and the CSV beside it, with the machine, the command, the table row,
-# what the replays cost the host and every run. Skipped (77) while the workload or the fake
+# <date>-<gpu>-<commit>.md and the CSV beside it, with the machine, the command, the table row
+# (its in-process column the median of the runs' own controller figures), what the replays and
+# the waits cost and every run. Skipped (77) while the workload or the fake
 # driver is not built.
 # usage: results.sh CUGRAFT SRCDIR BUILDDIR
 set -u
@@ -19,6 +20,9 @@ LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
 echo "mb-200: per iteration              2.00 ms wall · 200.0 launches · 1.0 syncs · 1.00 ms in launch calls" >> "$tmp/table.txt"
 echo "mb-200: waits                      1.0 per iteration (syncs, copies to or from the host), 50.0 us each over the run" >> "$tmp/table.txt"
 echo "mb-200: the floor                  busy bound at most 2.50x (host-bound) · launch-gap bound at most 1.20x" >> "$tmp/table.txt"
+# and a row of two runs whose controllers ended a probe (as a GPU run's do): 1.100 and 1.300
+printf '%s\n' "syn,eager,1,10,-,-,-" "syn,default,1,9,0.900,graphs,1.100" \
+  "syn,default,2,9,0.900,graphs,1.300" "syn,eager,2,10,-,-,-" >> "$tmp/runs.csv"
 python3 "$SRC/bench/results.py" --runs "$tmp/runs.csv" --floors "$tmp/table.txt" --dir "$tmp/results" \
   --gpu "FakeCUDA CPU" --driver 13.0 --cuda 13.0 --date 2026-01-02 --commit abc1234 \
   --command "bench/table --rounds 2 --only mb-200" || fail "results.py exited $?"
@@ -34,16 +38,23 @@ done
 # row's own speedup.
 row=$(grep '^| mb-200 | default |' "$md")
 printf '%s\n' "$row" | awk -F' [|] ' '{
-  s = $5; sub(/x$/, "", s); g = $10; sub(/ [|]$/, "", g); split(g, r, "% · ")
+  s = $5; sub(/x$/, "", s); g = $11; sub(/ [|]$/, "", g); split(g, r, "% · ")
   d1 = r[1] - 100 * (s - 1) / 1.5; d2 = r[2] + 0 - 100 * (s - 1) / 0.2
   exit !(g ~ /^-?[0-9]+% · -?[0-9]+%$/ && d1 * d1 <= 1 && d2 * d2 <= 1) }' ||
   fail "gain reached: want (speedup - 1) / 1.5 and / 0.2 in $row"
+# the in-process column: the median of the runs' own eager/graphed figures, "-" without one
+want=$(awk -F, '$1 == "mb-200" && $2 == "default" && $7 != "-" { print $7 }' "$tmp/runs.csv" | sort -g |
+  awk '{ v[NR] = $1 } END { if (NR) printf "%.3fx", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2; else print "-" }')
+printf '%s\n' "$row" | awk -F' [|] ' -v w="$want" '{ exit !($7 == w) }' ||
+  fail "in-process: want $want (the runs' median) in $row"
+grep '^| syn | default |' "$md" | awk -F' [|] ' '{ exit !($7 == "1.200x") }' ||
+  fail "in-process: want 1.200x, the median of 1.100 and 1.300, in $(grep '^| syn | default |' "$md")"
 [ "$(grep -c '^| mb-200 | ' "$md")" -eq 7 ] || fail "want 1 table row, 1 replay cost row, 1 wait cost row and 4 runs"
 # What the replays cost: each cugraft run's CSV line carries its summary's ops replayed and the
 # host time of its graph launches, patches and builds; the section sets their medians per op
 # replayed beside the eager launch call of the per-iteration line (1000 us / 200 launches); each
 # figure shown is rounded to 0.01, their sums may differ by up to 0.03.
-awk -F, '$2 == "default" && !($8 > 0 && $9 > 0 && $11 > 0 && $12 > 0 && $13 > 0) { bad = 1 } END { exit bad }' "$tmp/runs.csv" ||
+awk -F, '$1 == "mb-200" && $2 == "default" && !($8 > 0 && $9 > 0 && $11 > 0 && $12 > 0 && $13 > 0) { bad = 1 } END { exit bad }' "$tmp/runs.csv" ||
   fail "a cugraft run without its replay costs: $(cat "$tmp/runs.csv")"
 grep -qF "## What the replays cost the host" "$md" || fail "no replay cost section"
 cost=$(sed -n '/^## What the replays cost/,/^## Every run/p' "$md" | grep '^| mb-200 | default | ')
@@ -53,14 +64,14 @@ printf '%s\n' "$cost" | awk -F' [|] ' '{
          c > 0 && (e - c - cs) ^ 2 <= 0.0001) }' ||
   fail "replay cost: want launches + patches + builds = replay, eager 5.00, saved = eager - replay, a launch call under cugraft and eager less it in $cost"
 # the launch call under cugraft is the median of the runs' launch_call_us / launch_call_count
-want=$(awk -F, '$2 == "default" { print $12 / $13 }' "$tmp/runs.csv" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (v[1] + v[NR]) / 2 }')
+want=$(awk -F, '$1 == "mb-200" && $2 == "default" { print $12 / $13 }' "$tmp/runs.csv" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (v[1] + v[NR]) / 2 }')
 printf '%s\n' "$cost" | grep -qF "| $want |" || fail "launch call under cugraft: want $want (the runs' median) in $cost"
 # What the waits cost: the median of the runs' wait_call_us / wait_call_count beside the eager
 # wait of the waits line (50 us, 1 an iteration), their difference, and what it makes of the
 # 2000 us iteration, its sign a cost.
 grep -qF "## What the waits cost" "$md" || fail "no wait cost section"
 waits=$(sed -n '/^## What the waits cost/,/^## Every run/p' "$md" | grep '^| mb-200 | default | ')
-want=$(awk -F, '$2 == "default" { print $14 / $15 }' "$tmp/runs.csv" | sort -g | awk '{ v[NR] = $1 } END { printf "%.1f", (v[1] + v[NR]) / 2 }')
+want=$(awk -F, '$1 == "mb-200" && $2 == "default" { print $14 / $15 }' "$tmp/runs.csv" | sort -g | awk '{ v[NR] = $1 } END { printf "%.1f", (v[1] + v[NR]) / 2 }')
 printf '%s\n' "$waits" | awk -F' [|] ' -v w="$want" '{
   n = $3; e = $4; c = $5; x = $6; o = $7; sub(/%$/, "", o)
   exit !(n == "1.0" && e == "50.0" && c == w && (c - e - x) ^ 2 <= 0.01 && (o + 100 * x / 2000) ^ 2 <= 0.01) }' ||
