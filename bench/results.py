@@ -148,6 +148,12 @@ def table(runs, floors, unit):
     return out
 
 
+def per_call(costs, us, calls):
+    """The median over runs' costs of cost[us] / cost[calls] (None where no run has them)."""
+    v = [c[us] / c[calls] for c in costs if len(c) > calls and c[us] is not None and c[calls]]
+    return statistics.median(v) if v else None
+
+
 def replay_cost(runs, its):
     """Per workload and setting, the medians over its runs of the host time the replays took per
     op replayed, beside what the eager program's launch calls took per launch (its floor run),
@@ -167,8 +173,7 @@ def replay_cost(runs, its):
             replay = launch + patch + build
             cells = ["%.0f" % statistics.median(c[0] for c, _ in costs)] + [
                 "%.2f" % x for x in (launch, patch, build, replay)]
-            per_call = [c[4] / c[5] for c, _ in costs if c[4] is not None and c[5]]
-            call = statistics.median(per_call) if per_call else None
+            call = per_call([c for c, _ in costs], 4, 5)
             if it and it[1] > 0 and it[0] > 0:
                 eager = it[2] / it[1]
                 shares = [float(sh) for _, sh in costs if sh not in ("", "-")]
@@ -203,14 +208,14 @@ def wait_cost(runs, its, waits):
         eager = settings.get("eager", {})
         e_med = statistics.median(v[0] for v in eager.values()) if eager else None
         for setting, rounds in settings.items():
-            costs = [v[4] for v in rounds.values() if v[4] and len(v[4]) >= 8 and v[4][7]]
-            if setting == "eager" or not costs:
+            costs = [v[4] for v in rounds.values() if v[4]]
+            wait = per_call(costs, 6, 7)
+            if setting == "eager" or wait is None:
                 continue
-            wait = statistics.median(c[6] / c[7] for c in costs)
             exposed = wait - wt[1]
             of_wall = -exposed * wt[0] / it[0]
-            calls = [c[4] / c[5] for c in costs if c[4] is not None and c[5]]
-            saved = (it[2] / it[1] - statistics.median(calls)) * it[1] / it[0] if calls else None
+            call = per_call(costs, 4, 5)
+            saved = (it[2] / it[1] - call) * it[1] / it[0] if call is not None else None
             med = statistics.median(v[0] for v in rounds.values())
             measured = "%+.1f%%" % (100 * (1 - med / e_med)) if e_med and med else "-"
             out.append("| %s | %s | %.1f | %.1f | %.1f | %.1f | %+.1f%% | %s | %s | %s |" % (

@@ -268,10 +268,9 @@ static void cg_print_sites(const struct cg_merged *m)
 		shown++;
 		char span[80] = "";
 		double first, last;
-		if (cg_merged_site_span(m, sorted.names[i], &first, &last) && last > first)
-			snprintf(span, sizeof span, ", from op %.0f to op %.0f", first, last);
-		else if (cg_merged_site_span(m, sorted.names[i], &first, &last))
-			snprintf(span, sizeof span, ", at op %.0f", first);
+		if (cg_merged_site_span(m, sorted.names[i], &first, &last))
+			snprintf(span, sizeof span, last > first ? ", from op %.0f to op %.0f" : ", at op %.0f",
+			         first, last);
 		printf("  keeps diverging: expected %.*s, got %s at op %u of a %u-op chunk (%.0f time%s%s)\n",
 		       site.expected_len, site.expected, site.got, site.at + 1, site.ops,
 		       sorted.counts[i], sorted.counts[i] == 1 ? "" : "s", span);
