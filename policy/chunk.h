@@ -60,6 +60,9 @@ struct cg_chunk {
 	uint8_t learn_samples;         /* of timed_eager: taken at learning sightings */
 	bool timing_done;              /* the samples so far settle the cost gate's decision */
 	uint64_t timed_at;             /* `launched` when its latest sample was taken */
+	uint64_t retimed_at;           /* `launched` when its graph was last timed afresh (0: never;
+	                                  samples.c) */
+	uint8_t retimes;               /* how often: its eager samples are of its work before */
 	uint64_t waits;                /* runs the host waited for right after (a sync, a copy to
 	                                  the host): each exposes the chunk's GPU time */
 	double span_us;                /* host time from a deferred run's first op to its graph's

@@ -79,10 +79,17 @@ double cg_gate_span_us(const struct cg_chunk *t)
  * sample's time, else taken as the graph's). So a host that submits slowly loses about g less
  * the launch time saved; a host that keeps ahead of the GPU loses at most S + G - L, what
  * holding the first op back until the last costs. */
+/* The eager samples still stand for the chunk's work: its graph was not timed afresh since
+ * (samples.c: the work may have grown). */
+static bool eager_current(const struct cg_chunk *t)
+{
+	return t->eager_n && !t->retimes;
+}
+
 static double exposure_us(const struct cg_gate_costs *c, const struct cg_chunk *t)
 {
 	double g = t->graph_us, n = t->n;
-	double gpu = t->eager_n ? t->eager_us : g;
+	double gpu = eager_current(t) ? t->eager_us : g;
 	double span = cg_gate_span_us(t);
 	double L = c->launch_host_us, G = c->graph_launch_host_us;
 	double eager_done = max_d(span + n * L + g / n, L + gpu);
@@ -93,16 +100,17 @@ void cg_gate_judge(const struct cg_gate_costs *c, const struct cg_chunk *t,
                    struct cg_gate_verdict *v)
 {
 	double saved = cg_gate_saved_us(c, t);
-	double g = t->graph_us, e = t->eager_n ? t->eager_us : 0;
+	double g = t->graph_us, e = eager_current(t) ? t->eager_us : 0;
 	*v = (struct cg_gate_verdict){ .reason = CG_R_NONE, .graph_us = g, .eager_us = e,
 	                               .saved_us = saved };
 	/* A graph under half the host time it saves can neither be slower than its eager ops by
 	 * more than that saving, nor exposed: no sample can come that the gate would act on but
-	 * one far off this, so the runs that would show it stop here. */
+	 * one far off this, so the runs that would show it stop here (until its graph is timed
+	 * afresh, samples.c: the work may grow). */
 	v->settled = g <= saved / 2;
 	double noise = noise_us(g);
-	if (t->eager_n >= cg_gate_eager_samples(c) && t->graph_n >= CG_TIMING_SAMPLES &&
-	    g - e - noise > saved)
+	if (eager_current(t) && t->eager_n >= cg_gate_eager_samples(c) &&
+	    t->graph_n >= CG_TIMING_SAMPLES && g - e - noise > saved)
 		v->reason = CG_R_COST_GATE;
 	/* A chunk the host then waits for (.item(), a sync): paid where the host waits, the saving
 	 * at every run (a chunk waited for at one run in ten, a copy to the host every 10 steps,

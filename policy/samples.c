@@ -32,15 +32,44 @@ struct cg_gate_costs cg_gate_costs_of(const struct cg_engine_config *cfg)
 	                               cfg->warmup };
 }
 
+/* The same ops can come to take longer on the GPU while the program runs (a sequence that
+ * grows by a token a step: the kernels cover more positions each time, with the same launches),
+ * and a wait right after a chunk exposes its whole GPU time: a chunk the host waits for is timed
+ * again, afresh, from its CG_RETIME_FIRST-th launch on and each time its launches grew by half
+ * since (about ten times over a thousand steps; three graph samples each, no eager run). Its
+ * eager samples stand for its work as it was: only the graph's new ones are judged (exposure). */
+#define CG_RETIME_FIRST 32
+
+static bool sample_out(const struct cg_chunk *t)
+{
+	return t->timed_eager + t->timed_graph > t->eager_n + t->graph_n &&
+	       t->launched < t->timed_at + CG_TIMING_WAIT;
+}
+
+static void retime_if_due(struct cg_stream *s, struct cg_chunk *t)
+{
+	uint64_t due = t->retimed_at ? t->retimed_at + t->retimed_at / 2 : CG_RETIME_FIRST;
+	if (!t->waits || t->launched < due || sample_out(t))
+		return;
+	t->retimed_at = t->launched;
+	t->retimes += t->retimes < UINT8_MAX;
+	t->graph_us = 0;
+	t->graph_n = t->timed_graph = 0;
+	t->timing_asks = 0;
+	t->timing_done = false;
+	ST(s, retimings, 1);
+}
+
 enum timing cg_timing_wanted(struct cg_stream *s, struct cg_chunk *t)
 {
-	if (!s->e->be->time_begin || !t->launched || t->timing_asks >= CG_TIMING_ASKS ||
-	    t->timing_done)
+	if (!s->e->be->time_begin || !t->launched)
 		return UNTIMED;
-	if (t->timed_eager + t->timed_graph > t->eager_n + t->graph_n &&
-	    t->launched < t->timed_at + CG_TIMING_WAIT)
-		return UNTIMED;  /* a sample is out */
-	bool eager = t->timed_eager < cg_gate_eager_samples(&s->e->gate) &&
+	retime_if_due(s, t);
+	if (t->timing_asks >= CG_TIMING_ASKS || t->timing_done)
+		return UNTIMED;
+	if (sample_out(t))
+		return UNTIMED;
+	bool eager = !t->retimes && t->timed_eager < cg_gate_eager_samples(&s->e->gate) &&
 	             cg_gate_plausible(&s->e->gate, t) &&
 	             (t->timed_eager < t->timed_graph || t->timed_graph >= CG_TIMING_SAMPLES);
 	if (!eager && t->timed_graph >= CG_TIMING_SAMPLES)

@@ -1214,6 +1214,52 @@ static void test_exposed_chunk_before_sync(void **state)
 	}
 }
 
+/* The loop's last chunk (33 ops), which the host waits for at every sync, as its work grows:
+ * every graph run takes `grow` us longer on the GPU than the one before (a sequence longer by a
+ * token a step), from 5 us (far under the 110 us of launches it saves: settled, not exposed).
+ * Its graph is timed afresh at its 32nd launch and each time its launches grew by half, with
+ * graph samples only; once a wait right after it would end later than with its ops launched
+ * eagerly (from about 114 us, the host submitting an op every 20 us) it is found exposed and cut
+ * in two, and so are its parts, as slow. Work that does not grow keeps its graph through every fresh timing. */
+static void grow_loop(double grow, struct cg_stats *st)
+{
+	struct rig r;
+	rig_up_sampled(&r, config(3, 64));
+	rig_paced(&r, 20000);
+	uint64_t last = 0;
+	int first_window = 0;
+	for (int it = 0; it < 200; it++) {
+		iteration_to(&r, 0, CG_R_SYNC);
+		if (!last && r.fb.last_built_ops == 33)
+			last = r.fb.last_built_key;
+		hand_back(&r, 5.0 + grow * it, 5.0 + grow * it);
+		if (it == 20)
+			first_window = sampled.n;
+	}
+	assert_int_not_equal(last, 0);
+	int again = 0;
+	for (int i = first_window; i < sampled.n; i++)
+		if (sampled.key[i] == last) {
+			assert_true(sampled.graph[i]);  /* no eager run to time it afresh */
+			again++;
+		}
+	assert_true(again >= 3);
+	*st = stats(&r);
+	rig_down(&r);
+}
+
+static void test_exposed_as_it_grows(void **state)
+{
+	struct cg_stats st;
+	grow_loop(0.0, &st);
+	assert_true(st.retimings >= 3);  /* launches 32, 48, 72, 108, 162 */
+	assert_int_equal(st.chunks_disabled, 0);
+	assert_int_equal(st.exposed_splits, 0);
+	grow_loop(1.0, &st);  /* (its parts, as slow, are cut in turn) */
+	assert_true(st.chunks_disabled >= 1);
+	assert_true(st.exposed_splits >= 1);
+}
+
 /* The loop of iteration_to, then from phase 2 on a stretch of 64 other ops up to another sync
  * (an evaluation step), two of them launching op `of`'s kernel. */
 static void iteration_copying(struct rig *r, uint32_t of, int phase)
@@ -1861,6 +1907,7 @@ int main(void)
 		cmocka_unit_test(test_exposed_chunk_before_sync),
 		cmocka_unit_test(test_exposed_cut_only_there),
 		cmocka_unit_test(test_exposed_now_and_then),
+		cmocka_unit_test(test_exposed_as_it_grows),
 		cmocka_unit_test(test_exposed_part_of_short_loop),
 		cmocka_unit_test(test_exposed_unit_cut_shorter),
 		cmocka_unit_test(test_exposure_follows_host_pace),
