@@ -63,6 +63,7 @@ struct cg_chunk {
 	uint64_t retimed_at;           /* `launched` when its graph was last timed afresh (0: never;
 	                                  samples.c) */
 	uint8_t retimes;               /* how often: its eager samples are of its work before */
+	double graph_before_us;        /* graph_us, when it was last timed afresh */
 	uint64_t waits;                /* runs the host waited for right after (a sync, a copy to
 	                                  the host): each exposes the chunk's GPU time */
 	double span_us;                /* host time from a deferred run's first op to its graph's

@@ -79,17 +79,22 @@ double cg_gate_span_us(const struct cg_chunk *t)
  * sample's time, else taken as the graph's). So a host that submits slowly loses about g less
  * the launch time saved; a host that keeps ahead of the GPU loses at most S + G - L, what
  * holding the first op back until the last costs. */
-/* The eager samples still stand for the chunk's work: its graph was not timed afresh since
- * (samples.c: the work may have grown). */
-static bool eager_current(const struct cg_chunk *t)
+/* The eager ops' GPU time (0: no sample). Once the graph was timed afresh (samples.c: the same
+ * ops may have come to take longer), the eager samples, taken before, stand for the work as it
+ * grew by what the graph's time grew: both run the same kernels, and the graph differs from
+ * them by what comes between the kernels, which the work's growth does not change. */
+double cg_gate_eager_us(const struct cg_chunk *t)
 {
-	return t->eager_n && !t->retimes;
+	if (!t->eager_n)
+		return 0;
+	double e = t->eager_us + (t->retimes ? t->graph_us - t->graph_before_us : 0);
+	return e > 0 ? e : 0;
 }
 
 static double exposure_us(const struct cg_gate_costs *c, const struct cg_chunk *t)
 {
 	double g = t->graph_us, n = t->n;
-	double gpu = eager_current(t) ? t->eager_us : g;
+	double gpu = t->eager_n ? cg_gate_eager_us(t) : g;
 	double span = cg_gate_span_us(t);
 	double L = c->launch_host_us, G = c->graph_launch_host_us;
 	double eager_done = max_d(span + n * L + g / n, L + gpu);
@@ -100,7 +105,7 @@ void cg_gate_judge(const struct cg_gate_costs *c, const struct cg_chunk *t,
                    struct cg_gate_verdict *v)
 {
 	double saved = cg_gate_saved_us(c, t);
-	double g = t->graph_us, e = eager_current(t) ? t->eager_us : 0;
+	double g = t->graph_us, e = cg_gate_eager_us(t);
 	*v = (struct cg_gate_verdict){ .reason = CG_R_NONE, .graph_us = g, .eager_us = e,
 	                               .saved_us = saved };
 	/* A graph under half the host time it saves can neither be slower than its eager ops by
@@ -109,8 +114,8 @@ void cg_gate_judge(const struct cg_gate_costs *c, const struct cg_chunk *t,
 	 * afresh, samples.c: the work may grow). */
 	v->settled = g <= saved / 2;
 	double noise = noise_us(g);
-	if (eager_current(t) && t->eager_n >= cg_gate_eager_samples(c) &&
-	    t->graph_n >= CG_TIMING_SAMPLES && g - e - noise > saved)
+	if (t->eager_n >= cg_gate_eager_samples(c) && t->graph_n >= CG_TIMING_SAMPLES &&
+	    g - e - noise > saved)
 		v->reason = CG_R_COST_GATE;
 	/* A chunk the host then waits for (.item(), a sync): paid where the host waits, the saving
 	 * at every run (a chunk waited for at one run in ten, a copy to the host every 10 steps,

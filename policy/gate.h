@@ -33,6 +33,9 @@ double cg_gate_launch_saved_us(const struct cg_gate_costs *c, double ops, double
 double cg_gate_saved_us(const struct cg_gate_costs *c, const struct cg_chunk *t);
 /* Could an eager sample still lead the gate to act? */
 bool cg_gate_plausible(const struct cg_gate_costs *c, const struct cg_chunk *t);
+/* The eager ops' GPU time by their samples (0: none), shifted by what the graph's time changed
+ * since they were taken, once it was timed afresh. */
+double cg_gate_eager_us(const struct cg_chunk *t);
 /* The mean span of submitting the chunk's deferred runs (us; 0 before one was measured). */
 double cg_gate_span_us(const struct cg_chunk *t);
 

@@ -36,8 +36,8 @@ struct cg_gate_costs cg_gate_costs_of(const struct cg_engine_config *cfg)
  * grows by a token a step: the kernels cover more positions each time, with the same launches),
  * and a wait right after a chunk exposes its whole GPU time: a chunk the host waits for is timed
  * again, afresh, from its CG_RETIME_FIRST-th launch on and each time its launches grew by half
- * since (about ten times over a thousand steps; three graph samples each, no eager run). Its
- * eager samples stand for its work as it was: only the graph's new ones are judged (exposure). */
+ * since (about ten times over a thousand steps; three graph samples each, no eager run: the
+ * eager samples are taken as shifted by what the graph's time changed, gate.c). */
 #define CG_RETIME_FIRST 32
 
 static bool sample_out(const struct cg_chunk *t)
@@ -49,8 +49,10 @@ static bool sample_out(const struct cg_chunk *t)
 static void retime_if_due(struct cg_stream *s, struct cg_chunk *t)
 {
 	uint64_t due = t->retimed_at ? t->retimed_at + t->retimed_at / 2 : CG_RETIME_FIRST;
-	if (!t->waits || t->launched < due || sample_out(t))
-		return;
+	if (!t->waits || !t->graph_n || t->launched < due || sample_out(t))
+		return;  /* (a window without a graph sample has nothing to shift eager ones by) */
+	t->eager_us = cg_gate_eager_us(t);  /* shifted to the samples of the window ending */
+	t->graph_before_us = t->graph_us;
 	t->retimed_at = t->launched;
 	t->retimes += t->retimes < UINT8_MAX;
 	t->graph_us = 0;

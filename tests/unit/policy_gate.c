@@ -89,6 +89,38 @@ static void test_exposure_by_the_share_waited_for(void **state)
 	assert_true(v.exposure_us == 0 && v.waited_share == 0);
 }
 
+/* A chunk timed afresh (its work grew: a longer sequence) is judged with its eager samples
+ * shifted by what its graph's time grew. A 6-op chunk waited for at every run, submitted over
+ * 10 us (a host ahead of the GPU): graph 30 us, its ops 45 us in a burst, not exposed (the
+ * burst's gaps outweigh holding the ops back). Timed afresh at the same 30 us, nothing changes;
+ * at 330 us the eager ops stand for 345 us, and the verdict is the same again, where judging
+ * the graph's new time against the old eager samples would call it slower by far more than its
+ * saving (cost gate). */
+static void test_eager_samples_shifted_as_the_work_grows(void **state)
+{
+	struct cg_chunk t = timed(6, 30.0, 45.0, 1);
+	t.span_us = 10.0;
+	t.span_n = 1;
+	t.waits = t.launched + t.timed_eager;
+	struct cg_gate_verdict v;
+	cg_gate_judge(&h200, &t, &v);
+	assert_int_equal(v.reason, CG_R_NONE);
+	double before = v.exposure_us;
+	t.retimes = 1;
+	t.graph_before_us = 30.0;
+	cg_gate_judge(&h200, &t, &v);
+	assert_int_equal(v.reason, CG_R_NONE);
+	assert_true(v.eager_us > 44.99 && v.eager_us < 45.01 && v.exposure_us == before);
+	t.graph_us = 330.0;
+	cg_gate_judge(&h200, &t, &v);
+	assert_int_equal(v.reason, CG_R_NONE);
+	assert_true(v.eager_us > 344.99 && v.eager_us < 345.01);
+	assert_true(v.exposure_us > before - 0.01 && v.exposure_us < before + 0.01);
+	t.retimes = 0;
+	cg_gate_judge(&h200, &t, &v);
+	assert_int_equal(v.reason, CG_R_COST_GATE);
+}
+
 /* A graph far under the launch time it saves needs no eager sample, and no further sample of
  * any kind; one over it needs an eager one until a sample shows it no more than half that
  * saving slower, unless it has too few nodes to fall that far behind its eager ops. */
@@ -138,6 +170,7 @@ int main(void)
 		cmocka_unit_test(test_slower_graph_is_gated),
 		cmocka_unit_test(test_eager_samples_follow_the_warmup),
 		cmocka_unit_test(test_exposure_by_the_share_waited_for),
+		cmocka_unit_test(test_eager_samples_shifted_as_the_work_grows),
 		cmocka_unit_test(test_samples_a_chunk_still_needs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
