@@ -30,6 +30,16 @@ static struct cg_chunk timed(uint32_t n, double graph, double eager, uint32_t ea
 	return t;
 }
 
+/* ... with one eager sample, submitted over `span` us and waited for right after every run. */
+static struct cg_chunk waited_for(uint32_t n, double graph, double eager, double span)
+{
+	struct cg_chunk t = timed(n, graph, eager, 1);
+	t.span_us = span;
+	t.span_n = 1;
+	t.waits = t.launched + t.timed_eager;
+	return t;
+}
+
 static void test_slower_graph_is_gated(void **state)
 {
 	/* one op: 0.9 us saved; the graph 8.1 us against the kernel's 5.0 (conf-devices) */
@@ -69,10 +79,7 @@ static void test_eager_samples_follow_the_warmup(void **state)
  * (7.7 us each) outweighs it. */
 static void test_exposure_by_the_share_waited_for(void **state)
 {
-	struct cg_chunk t = timed(3, 16.5, 21.5, 1);
-	t.span_us = 8.333;
-	t.span_n = 1;
-	t.waits = t.launched + t.timed_eager;
+	struct cg_chunk t = waited_for(3, 16.5, 21.5, 8.333);
 	struct cg_gate_verdict v;
 	cg_gate_judge(&h200, &t, &v);
 	assert_int_equal(v.reason, CG_R_EXPOSED);
@@ -98,10 +105,7 @@ static void test_exposure_by_the_share_waited_for(void **state)
  * saving (cost gate). */
 static void test_eager_samples_shifted_as_the_work_grows(void **state)
 {
-	struct cg_chunk t = timed(6, 30.0, 45.0, 1);
-	t.span_us = 10.0;
-	t.span_n = 1;
-	t.waits = t.launched + t.timed_eager;
+	struct cg_chunk t = waited_for(6, 30.0, 45.0, 10.0);
 	struct cg_gate_verdict v;
 	cg_gate_judge(&h200, &t, &v);
 	assert_int_equal(v.reason, CG_R_NONE);
