@@ -56,22 +56,3 @@ for row in rows:
     assert float(cost[7]) == s["boundaries"].get("sync", 0) + s["boundaries"].get("host_copy", 0), row
 print("ok: SWEEP_CSV's in-process figures and replay costs are the reports'")
 PY
-
-# SWEEP_WRAP: every run, eager and under cugraft, goes through the wrapper (here one that notes
-# whether the shim is preloaded for the command it runs), and the summary names it.
-cat > "$tmp/wrap" <<'SH'
-#!/bin/sh
-[ "$1" = -- ] && shift
-if [ -n "${LD_PRELOAD:-}" ]; then echo "cugraft $1"; else echo "eager $1"; fi >> "$WRAP_LOG"
-exec "$@"
-SH
-chmod +x "$tmp/wrap"
-out=$(LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-      WRAP_LOG=$tmp/wrap.log SWEEP_WRAP="$tmp/wrap --" \
-      "$SRC/bench/sweep" "$BUILD" 2 default -- "$PROG" --kernels 20 --iters 50) ||
-  fail "sweep with SWEEP_WRAP exited $?"
-printf '%s\n' "$out" | grep -qF "median of 2, interleaved: $tmp/wrap -- $PROG" ||
-  { printf '%s\n' "$out"; fail "the summary does not name the wrapper"; }
-[ "$(sort "$tmp/wrap.log" 2>/dev/null | uniq -c | awk '{ print $1, $2, $3 }' | tr '\n' ';')" = \
-  "2 cugraft $PROG;2 eager $PROG;" ] || { cat "$tmp/wrap.log"; fail "not every run went through SWEEP_WRAP"; }
-echo "ok: SWEEP_WRAP wraps every run"
