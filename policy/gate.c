@@ -70,15 +70,6 @@ double cg_gate_span_us(const struct cg_chunk *t)
 	return t->span_n ? t->span_us / t->span_n : 0;
 }
 
-/* How much later a wait right after the chunk ends deferred than eager (us; below 0: sooner).
- * Deferred, the chunk's graph starts on the GPU once its last op is submitted: its whole GPU
- * time g comes after the host's span S of submitting it (measured) and the graph launch G.
- * Eager, each op starts as it is launched (L each): the GPU is done at the later of the last
- * launch plus about the last op's share of g (a host slower than the GPU: a Python loop) and
- * the first launch plus the ops' GPU time back to back (a GPU slower than the host: its eager
- * sample's time, else taken as the graph's). So a host that submits slowly loses about g less
- * the launch time saved; a host that keeps ahead of the GPU loses at most S + G - L, what
- * holding the first op back until the last costs. */
 /* The eager ops' GPU time (0: no sample). Once the graph was timed afresh (samples.c: the same
  * ops may have come to take longer), the eager samples, taken before, stand for the work as it
  * grew by what the graph's time grew: both run the same kernels, and the graph differs from
@@ -91,6 +82,15 @@ double cg_gate_eager_us(const struct cg_chunk *t)
 	return e > 0 ? e : 0;
 }
 
+/* How much later a wait right after the chunk ends deferred than eager (us; below 0: sooner).
+ * Deferred, the chunk's graph starts on the GPU once its last op is submitted: its whole GPU
+ * time g comes after the host's span S of submitting it (measured) and the graph launch G.
+ * Eager, each op starts as it is launched (L each): the GPU is done at the later of the last
+ * launch plus about the last op's share of g (a host slower than the GPU: a Python loop) and
+ * the first launch plus the ops' GPU time back to back (a GPU slower than the host: its eager
+ * sample's time, else taken as the graph's). So a host that submits slowly loses about g less
+ * the launch time saved; a host that keeps ahead of the GPU loses at most S + G - L, what
+ * holding the first op back until the last costs. */
 static double exposure_us(const struct cg_gate_costs *c, const struct cg_chunk *t)
 {
 	double g = t->graph_us, n = t->n;
