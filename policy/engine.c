@@ -65,7 +65,8 @@ enum cut {
 	CUT_NONE,
 	CUT_UNIT,     /* a short loop's unit is whole (loop.h) */
 	CUT_PLACE,    /* the chunk that ran at this place ends here */
-	CUT_SPLIT,    /* the first half of an exposed chunk (samples.c) */
+	CUT_SPLIT,    /* cut anew (samples.c): an exposed chunk's first half, the ops before a
+	                 variant that runs eagerly for good */
 	CUT_CONTENT,  /* a content-defined cut: the op's hash */
 	CUT_LENGTH,   /* the chunk is at its longest */
 };
@@ -146,13 +147,25 @@ static enum cg_verdict settle_hold(struct cg_stream *s, bool ends)
 	return CG_PASS;
 }
 
+/* The learning chunk ends, as the latest sightings of it: learned (cg_cut), and where deferred
+ * ops diverged into it, a variant that runs eagerly for good, the ops before it are cut off
+ * from then on (cg_cut_variant). */
+static struct cg_chunk *cut_learned(struct cg_stream *s)
+{
+	uint32_t diverged_at = s->diverged_at;
+	struct cg_chunk *t = cg_cut(s, true, true);
+	if (t && diverged_at)
+		cg_cut_variant(s, t, diverged_at);
+	return t;
+}
+
 /* The learning chunk of `n` ops ends (`cut`): a chunk content cut holds this occurrence's
  * arguments (cg_learned), where a short loop's first unit can begin. */
 static void end_chunk(struct cg_stream *s, enum cut cut, uint32_t n)
 {
 	uint64_t first = s->chunk_first;
 	s->length_cut = cut == CUT_LENGTH;
-	struct cg_chunk *t = cg_cut(s, true, true);
+	struct cg_chunk *t = cut_learned(s);
 	if (cut == CUT_CONTENT && t && t->state == CG_CHUNK_LEARNING && t->n == n) {
 		s->cut_before = t;
 		s->cut_before_end = first + n;
@@ -391,7 +404,7 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 		end_deferral(s, t ? t : cg_arm_piece(s), why);
 	}
 	CG_ASSERT(s->mode == CG_MODE_LEARNING);
-	cg_cut(s, true, true);
+	cut_learned(s);
 	if (s->e->cfg.measure && (why == CG_R_SYNC || why == CG_R_HOST_COPY))
 		control_wait(s->e);
 	/* The host now waits for the chunk that just ran (see cg_stream_timing: EXPOSED). */

@@ -245,13 +245,27 @@ void cg_learn_sample(struct cg_stream *s)
 
 /* ---- exposed chunks cut in two --------------------------------------------------------- */
 
-/* Is the chunk learned so far the first half of an exposed chunk (cg_cut_exposed, below)? */
+/* Is the chunk learned so far cut anew here (cg_cut_exposed, cg_cut_variant, below)? */
 bool cg_split_here(const struct cg_stream *s)
 {
 	for (uint32_t i = 0; i < s->nsplit; i++)
 		if (s->split_n[i] == s->sc.n && s->split_key[i] == cg_scratch_key(&s->sc))
 			return true;
 	return false;
+}
+
+/* Cut where the first `n` ops of `t` are a chunk's first ones (false: known, or no room). */
+static bool add_split(struct cg_stream *s, const struct cg_chunk *t, uint32_t n)
+{
+	uint64_t key = cg_chunk_prefix_key(t, n);
+	for (uint32_t i = 0; i < s->nsplit; i++)
+		if (s->split_n[i] == n && s->split_key[i] == key)
+			return false;
+	if (s->nsplit == CG_SPLITS)
+		return false;
+	s->split_key[s->nsplit] = key;
+	s->split_n[s->nsplit++] = n;
+	return true;
 }
 
 /* An exposed chunk (cg_stream_timing) is learned again in two parts, cut after its first half
@@ -283,15 +297,20 @@ void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t)
 	uint32_t half = t->n / 2 > CG_SPLIT_MIN ? t->n / 2 : CG_SPLIT_MIN;
 	if (t->n <= CG_SPLIT_MIN)
 		half = 1;  /* a chunk of two: one op each */
-	uint64_t key = cg_chunk_prefix_key(t, half);
-	bool known = false;
-	for (uint32_t i = 0; i < s->nsplit; i++)
-		known |= s->split_n[i] == half && s->split_key[i] == key;
-	if (!known && s->nsplit < CG_SPLITS) {
-		s->split_key[s->nsplit] = key;
-		s->split_n[s->nsplit++] = half;
-		cut = true;
-	}
+	cut |= add_split(s, t, half);
 	if (cut)
 		ST(s, exposed_splits, 1);
+}
+
+/* A divergence after `at` deferred ops led into chunk `t`, a variant of this place that runs
+ * eagerly for good (its graph cost more than it saved, or a wait right after exposed it): each
+ * time it comes, the armed variant's first `at` ops, deferred, would diverge again. They are
+ * learned as a chunk of their own: the graph of those ops runs for either variant, and the op
+ * after them starts the next chunk, whichever it is. */
+void cg_cut_variant(struct cg_stream *s, const struct cg_chunk *t, uint32_t at)
+{
+	if (t->state != CG_CHUNK_DISABLED || at < CG_SPLIT_MIN || at >= t->n)
+		return;
+	if (add_split(s, t, at))
+		ST(s, variant_splits, 1);
 }

@@ -1,5 +1,6 @@
 /* The cost gate's samples (samples.c): which runs of a chunk are timed, the learning sightings
- * held (for an eager sample, or to run as the graph they earn), and exposed chunks cut in two.
+ * held (for an eager sample, or to run as the graph they earn), and where the chunks its verdicts
+ * keep eager make the stream cut anew (an exposed chunk in two, the ops before a variant).
  * Internal to policy/. */
 #ifndef CG_POLICY_SAMPLES_H
 #define CG_POLICY_SAMPLES_H
@@ -23,9 +24,13 @@ void cg_start_hold(struct cg_stream *s, const struct cg_op *op, uint64_t hash, u
 bool cg_hold_takes(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
 /* The held ops are the chunk held for: run them in a timed burst. */
 void cg_learn_sample(struct cg_stream *s);
-/* Is the chunk learned so far the first half of an exposed chunk? */
+/* Is the chunk learned so far cut anew here (an exposed chunk's first half, the ops before a
+ * variant that runs eagerly for good)? */
 bool cg_split_here(const struct cg_stream *s);
 /* Chunk `t` is exposed: it is to be learned again in two parts. */
 void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t);
+/* Deferred ops diverged after `at` of them into `t`, which runs eagerly for good: those ops are
+ * to be a chunk of their own. */
+void cg_cut_variant(struct cg_stream *s, const struct cg_chunk *t, uint32_t at);
 
 #endif

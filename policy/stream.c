@@ -165,6 +165,7 @@ void cg_chunk_reset(struct cg_stream *s)
 	cg_scratch_reset(&s->sc);
 	s->why = CG_R_NONE;
 	s->passed = 0;
+	s->diverged_at = 0;
 }
 
 /* Submit the deferred ops eagerly, in order. They stay in the scratch as the beginning of a

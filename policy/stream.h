@@ -17,7 +17,7 @@
 #include "policy/assert.h"
 
 #define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
-#define CG_SPLITS 32  /* exposed chunks a stream cuts in two (cg_cut_exposed), at most */
+#define CG_SPLITS 32  /* places a stream cuts anew (cg_cut_exposed, cg_cut_variant), at most */
 #define CG_LEARN_FIRST 64     /* learning chunks a stream finds by their first op: slots */
 #define CG_LEARN_WAYS 4       /* of this many chunks each, the latest cut first (a loop's chunks
                                  may begin with the same op: its layers, a step's two halves) */
@@ -114,11 +114,14 @@ struct cg_stream {
 	/* where chunks are cut */
 	uint32_t len_max;           /* chunks are cut at this length (cfg.chunk_max, or less once
 	                               a short loop had a chunk exposed) */
-	/* Where exposed chunks are cut (cg_cut_exposed): after split_n[i] ops, where those ops are
-	 * the first half of the exposed chunk (their chunk key is split_key[i]). */
+	/* Where chunks are cut anew: after split_n[i] ops, where those ops are the first half of an
+	 * exposed chunk (cg_cut_exposed) or the ops before a variant that runs eagerly for good
+	 * (cg_cut_variant); their chunk key is split_key[i]. */
 	uint64_t split_key[CG_SPLITS];
 	uint32_t split_n[CG_SPLITS];
 	uint32_t nsplit;
+	uint32_t diverged_at;       /* the learning chunk began with this many deferred ops that
+	                               diverged (0: it did not) */
 	struct cg_loop per;         /* where this stream's loop is cut */
 	bool length_cut;            /* the chunk being cut reached its longest (not pinned) */
 	struct cg_chunk *cut_before;  /* the learning chunk that content cut right before the
