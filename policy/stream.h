@@ -17,7 +17,7 @@
 #include "policy/assert.h"
 
 #define CG_SITES 32           /* divergence sites kept (the report shows the most frequent) */
-#define CG_SPLITS 32  /* places a stream cuts anew (cg_cut_exposed, cg_cut_variant), at most */
+#define CG_SPLITS 64  /* places a stream cuts anew (cg_cut_exposed, cg_cut_variant), at most */
 #define CG_LEARN_FIRST 64     /* learning chunks a stream finds by their first op: slots */
 #define CG_LEARN_WAYS 4       /* of this many chunks each, the latest cut first (a loop's chunks
                                  may begin with the same op: its layers, a step's two halves) */
