@@ -456,8 +456,10 @@ void cg_diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	CG_ASSERT(s->mode == CG_MODE_LEARNING);
 	s->why = CG_R_DIVERGENCE;
 	/* The deferred ops end where the loop is cut (loop.c): they are a chunk of their own, as
-	 * they are where they were learned, so that the cuts after them stay in step. So they are
-	 * where a variant that runs eagerly for good departs from them (cg_cut_variant). */
+	 * they are where they were learned, so that the cuts after them stay in step; and where the
+	 * stream cuts anew (samples.c: the ops before a variant that runs eagerly for good). Else
+	 * the chunk goes on, and should it turn out to be such a variant, that cut is made from then
+	 * on (cg_cut_variant, at its end). */
 	if (cg_loop_cut_before(&s->per) || (!s->per.unit && cg_split_here(s)))
 		cg_cut(s, true, false);
 	else

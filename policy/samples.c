@@ -243,7 +243,7 @@ void cg_learn_sample(struct cg_stream *s)
 	t->timed_at = t->launched;
 }
 
-/* ---- exposed chunks cut in two --------------------------------------------------------- */
+/* ---- cut anew: exposed chunks in two, the ops before a variant kept eager ---------------- */
 
 /* Is the chunk learned so far cut anew here (cg_cut_exposed, cg_cut_variant, below)? */
 bool cg_split_here(const struct cg_stream *s)
