@@ -42,7 +42,7 @@ for row in rows:
     if setting == "eager":
         assert (share, mode, inproc) == ("-", "-", "-") and cost == ["-"] * 8, row
         continue
-    assert 0 <= float(share) <= 1 and mode in ("graphs", "eager"), row
+    assert 0 <= float(share) <= 1 and mode in ("graphs", "eager", "probing"), row
     s = [json.loads(l) for l in open("%s/mb.1.%s.jsonl" % (sys.argv[2], rnd))
          if '"summary"' in l][-1]
     c = s.get("control", {})
@@ -56,3 +56,18 @@ for row in rows:
     assert float(cost[7]) == s["boundaries"].get("sync", 0) + s["boundaries"].get("host_copy", 0), row
 print("ok: SWEEP_CSV's in-process figures and replay costs are the reports'")
 PY
+
+# A run that ended inside a probe is listed as probing, whatever mode the controller was in at
+# exit (the probe's epochs run both ways): a stand-in program writes such a summary where the
+# sweep asks for the report.
+cat > "$tmp/probed" <<'SH'
+#!/bin/sh
+[ -n "${CUGRAFT_REPORT:-}" ] && echo '{"event":"summary","replayed_share":0.9,"control":{"mode":"eager","phase":"probing","decisions":2}}' > "$CUGRAFT_REPORT"
+echo "iter_us 10.0"
+SH
+chmod +x "$tmp/probed"
+SWEEP_CSV=$tmp/probed.csv SWEEP_NAME=probed "$SRC/bench/sweep" "$BUILD" 1 default -- "$tmp/probed" > /dev/null ||
+  fail "sweep of a stand-in program exited $?"
+mode=$(awk -F, '$2 == "default" { print $6 }' "$tmp/probed.csv")
+[ "$mode" = probing ] || { cat "$tmp/probed.csv"; fail "a run that ended inside a probe is listed as '$mode'"; }
+echo "ok: a run that ended inside a probe is listed as probing"
