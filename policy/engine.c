@@ -128,7 +128,7 @@ static enum cut pick_cut(struct cg_stream *s, const struct cg_op *op, uint64_t h
 		return CUT_UNIT;
 	if (place)
 		return CUT_PLACE;
-	if (!s->per.unit && cg_split_here(s))
+	if (cg_split_here(s))
 		return CUT_SPLIT;
 	if (content)
 		return CUT_CONTENT;
@@ -405,10 +405,10 @@ void cg_boundary(struct cg_stream *s, enum cg_reason why)
 	}
 	CG_ASSERT(s->mode == CG_MODE_LEARNING);
 	cut_learned(s);
-	if (s->e->cfg.measure && (why == CG_R_SYNC || why == CG_R_HOST_COPY))
+	if (s->e->cfg.measure && cg_reason_waits(why))
 		control_wait(s->e);
 	/* The host now waits for the chunk that just ran (see cg_stream_timing: EXPOSED). */
-	if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && s->just_launched) {
+	if (cg_reason_waits(why) && s->just_launched) {
 		struct cg_chunk *t = cg_index_find_key(&s->ix, s->just_launched);
 		if (t)
 			t->waits++;

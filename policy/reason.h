@@ -3,6 +3,8 @@
 #ifndef CG_POLICY_REASON_H
 #define CG_POLICY_REASON_H
 
+#include <stdbool.h>
+
 /*       id             name                hint */
 #define CG_REASONS(X) \
 	X(NONE,          "none",             "") \
@@ -53,5 +55,12 @@ enum cg_reason {
 
 const char *cg_reason_name(enum cg_reason r);
 const char *cg_reason_hint(enum cg_reason r);
+
+/* A boundary after which the host has seen the GPU's work: a sync, a copy to or from the host
+ * (the program's waits). */
+static inline bool cg_reason_waits(enum cg_reason r)
+{
+	return r == CG_R_SYNC || r == CG_R_HOST_COPY;
+}
 
 #endif

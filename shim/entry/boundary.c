@@ -21,7 +21,7 @@ enum scope { SCOPE_STREAM, SCOPE_PTSZ, SCOPE_ALL }; /* cuda.def's scope of a bou
  * as it was: nothing reads it before the thread's next call into the shim, which sets its own.
  * Not a call the shim makes itself or NCCL makes inside a collective, nor a thread's first
  * (cg_count_forwarded). The program's graph launches (hooks.c) take the same path. */
-#define CG_FORWARDS_STREAM(reason) (CG_R_##reason != CG_R_SYNC && CG_R_##reason != CG_R_HOST_COPY)
+#define CG_FORWARDS_STREAM(reason) (!cg_reason_waits(CG_R_##reason))
 #define CG_FORWARDS_PTSZ(reason) CG_FORWARDS_STREAM(reason)
 #define CG_FORWARDS_ALL(reason) 0 /* every stream's chunk is cut: the full path, always */
 
@@ -49,12 +49,6 @@ enum boundary_route {
 	BOUNDARY_MARKED,  /* forwarded with the audit's mark (CG_FORWARDED), then boundary_result */
 };
 
-/* A wait of the program: the host sees the GPU's work after it (hooktime.h times each). */
-static inline bool waits(enum cg_reason why)
-{
-	return why == CG_R_SYNC || why == CG_R_HOST_COPY;
-}
-
 /* The full path up to the real call: counted and the boundary made, unless the call must pass
  * through untouched; then its route. `*t0`: when a wait of the program began (else 0). */
 static enum boundary_route boundary_route(enum cg_entry e, enum scope scope, CUstream h,
@@ -62,7 +56,7 @@ static enum boundary_route boundary_route(enum cg_entry e, enum scope scope, CUs
 {
 	cg_driver_init(); /* also when disabled: it finds the real entry point */
 	if (!cg_shim_passthrough() && cg_driver_ready()) {
-		if (waits(why))
+		if (cg_reason_waits(why))  /* a wait of the program: timed (hooktime.h) */
 			*t0 = cg_monotonic_ns();
 		cg_count(CG_COUNT_ENTRY + e);
 		cg_tls.api = cg_entry_name[e];

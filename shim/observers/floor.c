@@ -208,8 +208,7 @@ static void sum_events(struct window *w, const struct seq *s, size_t from, size_
 		case EV_BOUNDARY:
 			w->boundaries++;
 			w->syncs += (s->key[k] & KEY_MASK) == CG_R_SYNC;
-			w->waits += (s->key[k] & KEY_MASK) == CG_R_SYNC ||
-			            (s->key[k] & KEY_MASK) == CG_R_HOST_COPY;
+			w->waits += cg_reason_waits((enum cg_reason)(s->key[k] & KEY_MASK));
 			break;
 		}
 	w->from = from;

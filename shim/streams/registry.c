@@ -388,7 +388,7 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 	 * and which mark a launched chunk, do. */
 	if (atomic_load_explicit(&unsettled, memory_order_acquire) == 0 &&
 	    atomic_load_explicit(&cg_ptds_outstanding, memory_order_acquire) == 0) {
-		if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && cg_shim.engine)
+		if (cg_reason_waits(why) && cg_shim.engine)
 			cg_engine_note_wait(cg_shim.engine);
 		return;
 	}
@@ -401,7 +401,7 @@ void cg_boundary_stream(CUstream h, bool ptsz, enum cg_reason why)
 	 * to flush or cut, and no lock to take. */
 	if (atomic_load_explicit(&s->calm, memory_order_acquire) == CG_SETTLED &&
 	    (!s->per_thread || atomic_load_explicit(&cg_ptds_outstanding, memory_order_acquire) == 0)) {
-		if ((why == CG_R_SYNC || why == CG_R_HOST_COPY) && cg_shim.engine)
+		if (cg_reason_waits(why) && cg_shim.engine)
 			cg_engine_note_wait(cg_shim.engine);
 		return;
 	}
