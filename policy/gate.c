@@ -91,10 +91,10 @@ double cg_gate_eager_us(const struct cg_chunk *t)
  * sample's time, else taken as the graph's). So a host that submits slowly loses about g less
  * the launch time saved; a host that keeps ahead of the GPU loses at most S + G - L, what
  * holding the first op back until the last costs. */
-static double exposure_us(const struct cg_gate_costs *c, const struct cg_chunk *t)
+static double exposure_us(const struct cg_gate_costs *c, const struct cg_chunk *t, double e)
 {
 	double g = t->graph_us, n = t->n;
-	double gpu = t->eager_n ? cg_gate_eager_us(t) : g;
+	double gpu = t->eager_n ? e : g;
 	double span = cg_gate_span_us(t);
 	double L = c->launch_host_us, G = c->graph_launch_host_us;
 	double eager_done = max_d(span + n * L + g / n, L + gpu);
@@ -124,7 +124,7 @@ void cg_gate_judge(const struct cg_gate_costs *c, const struct cg_chunk *t,
 	else if (t->graph_n >= CG_TIMING_SAMPLES && t->waits) {
 		uint64_t runs = t->launched + t->timed_eager - t->learn_samples;
 		double share = runs > t->waits ? (double)t->waits / (double)runs : 1.0;
-		v->exposure_us = exposure_us(c, t);
+		v->exposure_us = exposure_us(c, t, e);
 		v->waited_share = share;
 		if (share * (v->exposure_us - noise) > (1 - share) * saved)
 			v->reason = CG_R_EXPOSED;

@@ -460,7 +460,7 @@ void cg_diverge(struct cg_stream *s, const struct cg_op *op, uint64_t hash)
 	 * stream cuts anew (samples.c: the ops before a variant that runs eagerly for good). Else
 	 * the chunk goes on, and should it turn out to be such a variant, that cut is made from then
 	 * on (cg_cut_variant, at its end). */
-	if (cg_loop_cut_before(&s->per) || (!s->per.unit && cg_split_here(s)))
+	if (cg_loop_cut_before(&s->per) || cg_split_here(s))
 		cg_cut(s, true, false);
 	else
 		s->diverged_at = pos;

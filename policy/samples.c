@@ -245,9 +245,12 @@ void cg_learn_sample(struct cg_stream *s)
 
 /* ---- cut anew: exposed chunks in two, the ops before a variant kept eager ---------------- */
 
-/* Is the chunk learned so far cut anew here (cg_cut_exposed, cg_cut_variant, below)? */
+/* Is the chunk learned so far cut anew here (cg_cut_exposed, cg_cut_variant, below)? Never
+ * where a short loop is cut in units: its units are its chunks. */
 bool cg_split_here(const struct cg_stream *s)
 {
+	if (s->per.unit)
+		return false;
 	for (uint32_t i = 0; i < s->nsplit; i++)
 		if (s->split_n[i] == s->sc.n && s->split_key[i] == cg_scratch_key(&s->sc))
 			return true;

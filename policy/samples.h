@@ -25,7 +25,7 @@ bool cg_hold_takes(struct cg_stream *s, const struct cg_op *op, uint64_t hash);
 /* The held ops are the chunk held for: run them in a timed burst. */
 void cg_learn_sample(struct cg_stream *s);
 /* Is the chunk learned so far cut anew here (an exposed chunk's first half, the ops before a
- * variant that runs eagerly for good)? */
+ * variant that runs eagerly for good)? Never in a short loop cut in units. */
 bool cg_split_here(const struct cg_stream *s);
 /* Chunk `t` is exposed: it is to be learned again in two parts. */
 void cg_cut_exposed(struct cg_stream *s, const struct cg_chunk *t);
