@@ -3,7 +3,8 @@
 
 Input: the runs bench/sweep appended to SWEEP_CSV (workload,setting,round,figure,replayed_share,
 mode,in-process and, from newer sweeps, ops_replayed,graph_launch_us,patch_us,graph_build_us,
-launch_call_us,launch_call_count),
+launch_call_us,launch_call_count,wait_call_us,wait_call_count,launch_forward_us,
+launch_forward_count),
 the floor lines bench/table printed ("NAME: the floor  busy bound at most 1.23x (GPU-bound) ·
 launch-gap bound at most 1.05x"; an older one, "NAME: the floor ... at most 1.23x", gives the
 busy bound alone; "NAME: per iteration  3.86 ms wall · 63.0 launches · 1.0 syncs · 423.4 us in
@@ -31,7 +32,8 @@ def slug(text):
 def read_runs(path):
     """workload -> setting -> {round: (figure, share, mode, inproc, cost)}, in first-seen order;
     cost: (ops replayed, graph launch us, patch us, build us, launch call us, launch calls, wait
-    us, waits) as floats (those after the builds None from sweeps before them), or None."""
+    us, waits, forward us, forwards) as floats (those after the builds None from sweeps before
+    them), or None."""
     runs = OrderedDict()
     with open(path) as f:
         for row in csv.reader(f):
@@ -47,7 +49,7 @@ def read_runs(path):
             except ValueError:
                 cost = None
             calls = []
-            for k in (11, 13):  # launch calls, then waits: each (us, count)
+            for k in (11, 13, 15):  # launch calls, waits, the forwards: each (us, count)
                 try:
                     calls += [float(x) for x in row[k:k + 2]] if len(row) >= k + 2 else [None, None]
                 except ValueError:
@@ -154,39 +156,56 @@ def per_call(costs, us, calls):
     return statistics.median(v) if v else None
 
 
+def own_work(costs):
+    """The median over runs of cugraft's own work a launch call (us): the launch calls' time less
+    the driver's in the calls forwarded and the replays' host time, over the calls (None where
+    no run has the forwards)."""
+    v = [(c[4] - c[8] - c[1] - c[2] - c[3]) / c[5] for c in costs
+         if len(c) > 9 and None not in (c[4], c[5], c[8]) and c[5]]
+    return statistics.median(v) if v else None
+
+
 def replay_cost(runs, its):
     """Per workload and setting, the medians over its runs of the host time the replays took per
     op replayed, beside what the eager program's launch calls took per launch (its floor run),
-    and what the difference makes of the eager wall time per iteration."""
+    and what the difference makes of the eager wall time per iteration; then the launch calls
+    under cugraft, the driver's share of those it forwarded and cugraft's own work."""
     out = ["| workload | setting | ops replayed | graph launches | patches | builds | replay | "
            "eager launch call | saved | of the wall | launch call under cugraft | saved a call | "
-           "of the wall |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "of the wall | driver, a call forwarded | cugraft's own, a call |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = 0
     for name, settings in runs.items():
         it = its.get(name)
         for setting, rounds in settings.items():
-            costs = [(v[4], v[1]) for v in rounds.values() if v[4] and v[4][0] > 0]
-            if setting == "eager" or not costs:
+            every = [(v[4], v[1]) for v in rounds.values() if v[4]]
+            costs = [(c, sh) for c, sh in every if c[0] > 0]  # the runs that replayed
+            if setting == "eager" or not every:
                 continue
-            per = [[c[i] / c[0] for c, _ in costs] for i in (1, 2, 3)]
-            launch, patch, build = (statistics.median(p) for p in per)
-            replay = launch + patch + build
-            cells = ["%.0f" % statistics.median(c[0] for c, _ in costs)] + [
-                "%.2f" % x for x in (launch, patch, build, replay)]
-            call = per_call([c for c, _ in costs], 4, 5)
-            if it and it[1] > 0 and it[0] > 0:
-                eager = it[2] / it[1]
+            call = per_call([c for c, _ in every], 4, 5)
+            cells, eager = [], it[2] / it[1] if it and it[1] > 0 and it[0] > 0 else None
+            if costs:
+                per = [[c[i] / c[0] for c, _ in costs] for i in (1, 2, 3)]
+                launch, patch, build = (statistics.median(p) for p in per)
+                replay = launch + patch + build
+                cells = ["%.0f" % statistics.median(c[0] for c, _ in costs)] + [
+                    "%.2f" % x for x in (launch, patch, build, replay)]
+            else:  # nothing replayed (CUGRAFT_RECORD_ONLY=1): the launch calls alone
+                cells = ["0", "", "", "", ""]
+            if eager is not None and costs:
                 shares = [float(sh) for _, sh in costs if sh not in ("", "-")]
                 share = statistics.median(shares) if shares else 0
                 wall = (eager - replay) * it[1] * share / it[0]
                 cells += ["%.2f" % eager, "%.2f" % (eager - replay), "%+.1f%%" % (100 * wall)]
-                if call is not None:
-                    cells += ["%.2f" % call, "%.2f" % (eager - call),
-                              "%+.1f%%" % (100 * (eager - call) * it[1] / it[0])]
-                else:
-                    cells += ["", "", ""]
             else:
-                cells += ["", "", ""] + (["%.2f" % call, "", ""] if call is not None else ["", "", ""])
+                cells += ["%.2f" % eager if eager is not None else "", "", ""]
+            if call is not None and eager is not None:
+                cells += ["%.2f" % call, "%.2f" % (eager - call),
+                          "%+.1f%%" % (100 * (eager - call) * it[1] / it[0])]
+            else:
+                cells += ["%.2f" % call if call is not None else "", "", ""]
+            fwd, own = per_call([c for c, _ in every], 8, 9), own_work([c for c, _ in every])
+            cells += ["%.2f" % fwd if fwd is not None else "", "%.2f" % own if own is not None else ""]
             out.append("| %s | %s | %s |" % (name, setting, " | ".join(cells)))
             rows += 1
     return out if rows else []
@@ -299,7 +318,12 @@ def main():
                   "cugraft, everything in, sampled (`launch_call_us` over `launch_call_count`);",
                   "*saved a call*: the eager launch call less that; *of the wall*: that times the",
                   "launches per iteration over the eager wall time (the exposure after waits",
-                  "still left out).",
+                  "still left out). *driver, a call forwarded*: what the driver took in the launch",
+                  "calls cugraft forwarded (the ops it ran eagerly), sampled alike",
+                  "(`launch_forward_us` over `launch_forward_count`): the eager launch call without",
+                  "the profile run's instrumentation. *cugraft's own, a call*: the launch calls'",
+                  "time less the driver's in the forwards and the replays' host time, over the",
+                  "calls: what cugraft's packing, matching and deferring cost each call.",
                   ""] + cost
     waits = wait_cost(runs, read_iterations(a.floors), read_waits(a.floors))
     if waits:

@@ -279,36 +279,57 @@ static void cg_print_sites(const struct cg_merged *m)
 }
 
 /* What the replays took of the host: launching the graphs and patching their nodes, each
- * with its cost per call, where the summary has them (older files do not). */
+ * with its cost per call, where the summary has them (older files do not); then the program's
+ * own calls inside cugraft: its launch calls (the driver's share of them, and cugraft's own
+ * work), its waits, and how many chunks repaid their graphs. */
 static void cg_print_replay_cost(const struct cg_merged *m)
 {
 	double launch = cg_merged_total(m, "graph_launch_us", -1);
 	double patch = cg_merged_total(m, "patch_us", -1);
 	double launches = cg_merged_along(m, "graph_launch_us", 0);  /* (older files time none) */
 	double patches = cg_merged_along(m, "patch_us", 0);
-	if (launch < 0 || patch < 0 || launches <= 0)
-		return;
-	printf("  replay     launching the graphs took %.1f ms (%.2f us each)", launch / 1000.0,
-	       launch / launches);
-	if (patches > 0)
-		printf(", patching %.0f nodes %.1f ms (%.2f us each)", patches, patch / 1000.0,
-		       patch / patches);
-	printf("\n");
+	const char *label = "  calls      ";  /* the first line's, where no graph was launched */
+	if (launch >= 0 && patch >= 0 && launches > 0) {
+		printf("  replay     launching the graphs took %.1f ms (%.2f us each)", launch / 1000.0,
+		       launch / launches);
+		if (patches > 0)
+			printf(", patching %.0f nodes %.1f ms (%.2f us each)", patches, patch / 1000.0,
+			       patch / patches);
+		printf("\n");
+		label = "             ";
+	}
 	double calls = cg_merged_total(m, "launch_call_count", 0);
 	double in_calls = cg_merged_total(m, "launch_call_us", -1);
-	if (calls > 0 && in_calls >= 0)
-		printf("             the program's launch calls took %.1f ms inside cugraft, %.2f us each, everything in (sampled)\n",
-		       in_calls / 1000.0, in_calls / calls);
+	if (calls > 0 && in_calls >= 0) {
+		printf("%sthe program's launch calls took %.1f ms inside cugraft, %.2f us each, everything in (sampled)\n",
+		       label, in_calls / 1000.0, in_calls / calls);
+		label = "             ";
+	}
+	/* the driver's share: the forwards of the calls cugraft ran eagerly; the rest, less the
+	 * replays' host time (most of it spent in launch calls), is cugraft's own work */
+	double forwards = cg_merged_total(m, "launch_forward_count", 0);
+	double in_forwards = cg_merged_total(m, "launch_forward_us", -1);
+	if (calls > 0 && in_calls >= 0 && forwards > 0 && in_forwards >= 0) {
+		double own = in_calls - in_forwards - (launch > 0 ? launch : 0) - (patch > 0 ? patch : 0) -
+		             cg_merged_total(m, "graph_build_us", 0);
+		printf("             of it the driver took %.1f ms in the %.0f%% of them forwarded (%.2f us each)",
+		       in_forwards / 1000.0, 100.0 * forwards / calls, in_forwards / forwards);
+		if (own >= 0)
+			printf("; cugraft's own work about %.2f us a call", own / calls);
+		printf("\n");
+	}
 	double waits = cg_merged_total(m, "wait_call_count", 0);
 	double in_waits = cg_merged_total(m, "wait_call_us", -1);
-	if (waits > 0 && in_waits >= 0)
-		printf("             its %.0f waits (syncs, copies to or from the host) took %.1f ms, %.1f us each, the flushes they made in\n",
-		       waits, in_waits / 1000.0, in_waits / waits);
+	if (waits > 0 && in_waits >= 0) {
+		printf("%sits %.0f waits (syncs, copies to or from the host) took %.1f ms, %.1f us each, the flushes they made in\n",
+		       label, waits, in_waits / 1000.0, in_waits / waits);
+		label = "             ";
+	}
 	double learned = cg_merged_along(m, "chunks_launched_8_times", 0);
 	double repaid = cg_merged_total(m, "chunks_launched_8_times", -1);
 	if (repaid >= 0 && learned > 0)
-		printf("             %.0f of %.0f chunks learned ran their graphs 8 times or more (about what repays a build)\n",
-		       repaid, learned);
+		printf("%s%.0f of %.0f chunks learned ran their graphs 8 times or more (about what repays a build)\n",
+		       label, repaid, learned);
 }
 
 /* The share replayed, host time saved and fallback counts of one file or the merge. */

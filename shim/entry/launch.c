@@ -404,12 +404,12 @@ static CUresult launch_forwarded(struct launch *l, enum launch_route route, CUre
 
 /* The end of every launch wrapper: the program's call as made (`call`) on the route its launch
  * takes; timed in profile mode, unless hands off. `t0`: the wrapper's start where its time is
- * sampled (hooktime.h; a call cugraft keeps its hands off is not). */
+ * sampled (hooktime.h; a call cugraft keeps its hands off is not), and then its forward too. */
 #define LAUNCH_FORWARD(l, call, t0)                                                             \
 	enum launch_route route_ = launch_route_or_lock(l);                                     \
 	CUresult r_ = route_ == LAUNCH_TAKEN ? CUDA_SUCCESS                                     \
 	            : launch_forwarded(l, route_, CG_FORWARDED(route_ == LAUNCH_HANDS_OFF ? (call) : \
-	                                                       CG_FLOOR_TIMED(call, (l)->key))); \
+	                  CG_HOOKTIME_FORWARD(t0, CG_FLOOR_TIMED(call, (l)->key))));              \
 	if (route_ != LAUNCH_HANDS_OFF)                                                         \
 		cg_hooktime_end(t0);                                                            \
 	return r_;

@@ -6,6 +6,8 @@
 
 /* Weighted sums over the sampled calls: ns times calls stood for, and the calls. */
 static _Atomic uint64_t weighted_ns, weighted_calls;
+/* The same over the sampled calls' forwards to the driver. */
+static _Atomic uint64_t forward_ns, forward_calls;
 /* The waits: ns and calls, every one. */
 static _Atomic uint64_t wait_ns, wait_calls;
 
@@ -44,6 +46,20 @@ void cg_hooktime_total(uint64_t *ns, uint64_t *calls)
 {
 	*ns = atomic_load_explicit(&weighted_ns, memory_order_relaxed);
 	*calls = atomic_load_explicit(&weighted_calls, memory_order_relaxed);
+}
+
+void cg_hooktime_forwarded(uint64_t f0)
+{
+	uint64_t now = cg_monotonic_ns();
+	uint64_t w = cg_tls.hooktime.weight;
+	atomic_fetch_add_explicit(&forward_ns, (now > f0 ? now - f0 : 0) * w, memory_order_relaxed);
+	atomic_fetch_add_explicit(&forward_calls, w, memory_order_relaxed);
+}
+
+void cg_hooktime_forwards(uint64_t *ns, uint64_t *calls)
+{
+	*ns = atomic_load_explicit(&forward_ns, memory_order_relaxed);
+	*calls = atomic_load_explicit(&forward_calls, memory_order_relaxed);
 }
 
 void cg_hooktime_waited(uint64_t t0)

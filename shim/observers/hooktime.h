@@ -5,7 +5,9 @@
  * calls take (`cugraft profile`), it is what cugraft costs or saves the program per launch call,
  * everything in: packing and matching the op, deferring it, the graph launches, patches and
  * builds it triggers, the forward of the ops it passes. Written as the summary's
- * launch_call_us. And its waits (syncs and copies to or from the host, the calls after which
+ * launch_call_us. Of a sampled call that cugraft forwarded (an op run eagerly, learned or
+ * passed), the forward alone is timed too: the driver's share, launch_forward_us; what is left
+ * of launch_call_us, less the replays' host time, is cugraft's own work. And its waits (syncs and copies to or from the host, the calls after which
  * the host has seen the GPU's work), every one: what they take beside the eager program's is
  * what deferring the work exposed to a waiting host, the flush of that work in. Written as
  * wait_call_us. */
@@ -14,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "policy/clock.h"
 #include "shim/base/shim.h"
 
 #define CG_HOOKTIME_EVERY 16
@@ -42,6 +45,17 @@ static inline void cg_hooktime_end(uint64_t t0)
 
 /* The estimated host time in the wrappers (ns) and calls they stand for, every thread's. */
 void cg_hooktime_total(uint64_t *ns, uint64_t *calls);
+
+/* The sampled call being timed forwarded the program's call, from f0 (cg_monotonic_ns) until
+ * now; and the estimated host time in those forwards (ns) and the calls they stand for. */
+void cg_hooktime_forwarded(uint64_t f0);
+void cg_hooktime_forwards(uint64_t *ns, uint64_t *calls);
+
+/* `call`, forwarded to the driver: timed where the wrapper's call is sampled (t0 not 0). */
+#define CG_HOOKTIME_FORWARD(t0, call)                                                           \
+	((t0) ? ({ uint64_t f0_ = cg_monotonic_ns(); CUresult hr_ = (call);                     \
+	           cg_hooktime_forwarded(f0_); hr_; })                                           \
+	      : (call))
 
 /* A wait of the program began at t0 (cg_monotonic_ns) and ends now; every thread's so far. */
 void cg_hooktime_waited(uint64_t t0);

@@ -188,6 +188,10 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	cg_hooktime_total(&hook_ns, &hook_calls);
 	cg_json_double(j, "launch_call_us", (double)hook_ns / 1000.0);
 	cg_json_uint(j, "launch_call_count", hook_calls);
+	/* of which the driver's time, in the calls cugraft forwarded (sampled alike) */
+	cg_hooktime_forwards(&hook_ns, &hook_calls);
+	cg_json_double(j, "launch_forward_us", (double)hook_ns / 1000.0);
+	cg_json_uint(j, "launch_forward_count", hook_calls);
 	/* and its waits, every one, the flushes they made in */
 	cg_hooktime_waits(&hook_ns, &hook_calls);
 	cg_json_double(j, "wait_call_us", (double)hook_ns / 1000.0);

@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 LD_LIBRARY_PATH=$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   SWEEP_CSV=$tmp/runs.csv SWEEP_NAME=mb-200 \
-  "$SRC/bench/sweep" "$BUILD" 2 default -- "$PROG" --kernels 200 --iters 50 --sync > "$tmp/table.txt" ||
+  "$SRC/bench/sweep" "$BUILD" 2 default CUGRAFT_RECORD_ONLY=1 -- "$PROG" --kernels 200 --iters 50 --sync > "$tmp/table.txt" ||
   fail "sweep exited $?"
 echo "mb-200: per iteration              2.00 ms wall · 200.0 launches · 1.0 syncs · 1.00 ms in launch calls" >> "$tmp/table.txt"
 echo "mb-200: waits                      1.0 per iteration (syncs, copies to or from the host), 50.0 us each over the run" >> "$tmp/table.txt"
@@ -49,7 +49,7 @@ printf '%s\n' "$row" | awk -F' [|] ' -v w="$want" '{ exit !($7 == w) }' ||
   fail "in-process: want $want (the runs' median) in $row"
 grep '^| syn | default |' "$md" | awk -F' [|] ' '{ exit !($7 == "1.200x") }' ||
   fail "in-process: want 1.200x, the median of 1.100 and 1.300, in $(grep '^| syn | default |' "$md")"
-[ "$(grep -c '^| mb-200 | ' "$md")" -eq 7 ] || fail "want 1 table row, 1 replay cost row, 1 wait cost row and 4 runs"
+[ "$(grep -c '^| mb-200 | ' "$md")" -eq 12 ] || fail "want 2 table rows, 2 replay cost rows, 2 wait cost rows and 6 runs"
 # What the replays cost: each cugraft run's CSV line carries its summary's ops replayed and the
 # host time of its graph launches, patches and builds; the section sets their medians per op
 # replayed beside the eager launch call of the per-iteration line (1000 us / 200 launches); each
@@ -66,6 +66,19 @@ printf '%s\n' "$cost" | awk -F' [|] ' '{
 # the launch call under cugraft is the median of the runs' launch_call_us / launch_call_count
 want=$(awk -F, '$1 == "mb-200" && $2 == "default" { print $12 / $13 }' "$tmp/runs.csv" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (v[1] + v[NR]) / 2 }')
 printf '%s\n' "$cost" | grep -qF "| $want |" || fail "launch call under cugraft: want $want (the runs' median) in $cost"
+# the driver's share of the calls forwarded (the runs' median of launch_forward_us /
+# launch_forward_count) and cugraft's own work a call (the launch calls less the forwards and the
+# replays' host time, over the calls); with CUGRAFT_RECORD_ONLY=1 nothing is replayed, and the
+# row still says what the launch calls took, all of them forwarded
+own() { # SETTING: the two figures, as the section rounds them
+  awk -F, -v s="$1" '$1 == "mb-200" && $2 == s { print $16 / $17, ($12 - $16 - $9 - $10 - $11) / $13 }' "$tmp/runs.csv" |
+    sort -g | awk '{ f[NR] = $1; o[NR] = $2 } END { if (f[1] > f[2]) { t = f[1]; f[1] = f[2]; f[2] = t }
+      if (o[1] > o[2]) { t = o[1]; o[1] = o[2]; o[2] = t } printf "%.2f %.2f", (f[1] + f[2]) / 2, (o[1] + o[2]) / 2 }'; }
+printf '%s\n' "$cost" | awk -F' [|] ' -v w="$(own default)" '{ sub(/ [|]$/, "", $15); exit !($14 " " $15 == w) }' ||
+  fail "driver a call forwarded, cugraft's own a call: want $(own default) in $cost"
+ro=$(sed -n '/^## What the replays cost/,/^## Every run/p' "$md" | grep '^| mb-200 | CUGRAFT_RECORD_ONLY=1 | ')
+printf '%s\n' "$ro" | awk -F' [|] ' -v w="$(own CUGRAFT_RECORD_ONLY=1)" '{ sub(/ [|]$/, "", $15); exit !($3 == "0" && $11 > 0 && $14 " " $15 == w) }' ||
+  fail "record-only: want 0 ops replayed, its launch calls and $(own CUGRAFT_RECORD_ONLY=1) in $ro"
 # What the waits cost: the median of the runs' wait_call_us / wait_call_count beside the eager
 # wait of the waits line (50 us, 1 an iteration), their difference, and what it makes of the
 # 2000 us iteration, its sign a cost.

@@ -26,6 +26,16 @@ got = s["launch_call_count"]
 print("launch calls made %d, stood for by the samples %d, %.1f ms inside cugraft" % (made, got, s["launch_call_us"] / 1e3))
 sys.exit(0 if made > 1000 and abs(got - made) <= 0.05 * made + 31 and s["launch_call_us"] > 0 else 1)
 EOF
+# of them, those cugraft forwarded to the driver (the ops it ran eagerly) stand for about the
+# ops it did not replay
+python3 - "$tmp/s.jsonl" <<'EOF' || fail "launch_forward_count does not stand for the calls forwarded"
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if '"summary"' in l][-1]
+eager, fwd = s["ops"] - s["ops_replayed"], s.get("launch_forward_count", -1)
+print("ops run eagerly %d, forwards stood for by the samples %d" % (eager, fwd))
+sys.exit(0 if eager > 0 and 0 < fwd <= 3 * eager + 31 and fwd < s["launch_call_count"] / 4 and
+         0 < s["launch_forward_us"] < s["launch_call_us"] else 1)
+EOF
 cmd=$(dirname "$progs")/../tools/cugraft
 if [ -x "$cmd" ]; then
   "$cmd" report "$tmp/s.jsonl" | grep -q '^  memory .* MiB of device memory' ||
