@@ -156,6 +156,18 @@ def per_call(costs, us, calls):
     return statistics.median(v) if v else None
 
 
+def eager_call(settings, it):
+    """What an eager launch call takes the driver (us): the median over the row's cugraft runs of
+    the forwards' time per call (the driver's time in the calls cugraft ran eagerly, with no
+    profiler attached); else the `cugraft profile` run's launch calls per launch, whose activity
+    tracing slows every launch; None without either."""
+    costs = [v[4] for s, rounds in settings.items() if s != "eager" for v in rounds.values() if v[4]]
+    fwd = per_call(costs, 8, 9)
+    if fwd is not None:
+        return fwd
+    return it[2] / it[1] if it and it[1] > 0 and it[0] > 0 else None
+
+
 def own_work(costs):
     """The median over runs of cugraft's own work a launch call (us): the launch calls' time less
     the driver's in the calls forwarded and the replays' host time, over the calls (None where
@@ -183,7 +195,7 @@ def replay_cost(runs, its):
             if setting == "eager" or not every:
                 continue
             call = per_call([c for c, _ in every], 4, 5)
-            cells, eager = [], it[2] / it[1] if it and it[1] > 0 and it[0] > 0 else None
+            cells, eager = [], eager_call(settings, it) if it and it[1] > 0 and it[0] > 0 else None
             if costs:
                 per = [[c[i] / c[0] for c, _ in costs] for i in (1, 2, 3)]
                 launch, patch, build = (statistics.median(p) for p in per)
@@ -234,7 +246,7 @@ def wait_cost(runs, its, waits):
             exposed = wait - wt[1]
             of_wall = -exposed * wt[0] / it[0]
             call = per_call(costs, 4, 5)
-            saved = (it[2] / it[1] - call) * it[1] / it[0] if call is not None else None
+            saved = (eager_call(settings, it) - call) * it[1] / it[0] if call is not None else None
             med = statistics.median(v[0] for v in rounds.values())
             measured = "%+.1f%%" % (100 * (1 - med / e_med)) if e_med and med else "-"
             out.append("| %s | %s | %.1f | %.1f | %.1f | %.1f | %+.1f%% | %s | %s | %s |" % (
@@ -309,8 +321,10 @@ def main():
                   "Medians over each setting's runs, µs per op replayed (the summary's",
                   "`graph_launch_us`, `patch_us`, `graph_build_us` over `ops_replayed`): launching",
                   "the graphs, patching the nodes whose arguments changed, building the graphs, and",
-                  "their sum. *eager launch call*: what the eager program's launch calls took, per",
-                  "launch (the row's `cugraft profile` run). *saved*: the difference, per op",
+                  "their sum. *eager launch call*: what the driver takes for a launch call, the",
+                  "median over the row's cugraft runs of the calls they forwarded",
+                  "(`launch_forward_us` over `launch_forward_count`; where no run has them, the",
+                  "row's `cugraft profile` run, whose activity tracing slows every launch). *saved*: the difference, per op",
                   "replayed; *of the wall*: that times the launches per iteration and the median",
                   "replayed share, over the eager wall time per iteration (an estimate: it leaves",
                   "out cugraft's own work on every op and the deferral's exposure after waits).",
@@ -319,9 +333,8 @@ def main():
                   "*saved a call*: the eager launch call less that; *of the wall*: that times the",
                   "launches per iteration over the eager wall time (the exposure after waits",
                   "still left out). *driver, a call forwarded*: what the driver took in the launch",
-                  "calls cugraft forwarded (the ops it ran eagerly), sampled alike",
-                  "(`launch_forward_us` over `launch_forward_count`): the eager launch call without",
-                  "the profile run's instrumentation. *cugraft's own, a call*: the launch calls'",
+                  "calls this setting's runs forwarded (the ops they ran eagerly), sampled alike",
+                  "(`launch_forward_us` over `launch_forward_count`). *cugraft's own, a call*: the launch calls'",
                   "time less the driver's in the forwards and the replays' host time, over the",
                   "calls: what cugraft's packing, matching and deferring cost each call.",
                   ""] + cost
