@@ -4,12 +4,26 @@
 #include "policy/clock.h"
 #include "shim/observers/hooktime.h"
 
-/* Weighted sums over the sampled calls: ns times calls stood for, and the calls. */
-static _Atomic uint64_t weighted_ns, weighted_calls;
-/* The same over the sampled calls' forwards to the driver. */
-static _Atomic uint64_t forward_ns, forward_calls;
-/* The waits: ns and calls, every one. */
-static _Atomic uint64_t wait_ns, wait_calls;
+/* A sum of host time (ns) and the calls it stands for: over the sampled launch calls and over
+ * their forwards weighted by the calls each sample stands for, over the waits every one. */
+struct tally {
+	_Atomic uint64_t ns, calls;
+};
+static struct tally launch_calls, forwards, waits;
+
+/* Adds the time from t0 to now, standing for `calls` calls. */
+static void tally_add(struct tally *t, uint64_t t0, uint64_t calls)
+{
+	uint64_t now = cg_monotonic_ns();
+	atomic_fetch_add_explicit(&t->ns, (now > t0 ? now - t0 : 0) * calls, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->calls, calls, memory_order_relaxed);
+}
+
+static void tally_read(struct tally *t, uint64_t *ns, uint64_t *calls)
+{
+	*ns = atomic_load_explicit(&t->ns, memory_order_relaxed);
+	*calls = atomic_load_explicit(&t->calls, memory_order_relaxed);
+}
 
 /* The next distance, 1 .. 2 * CG_HOOKTIME_EVERY - 1 calls (xorshift, seeded per thread). */
 static uint32_t next_distance(void)
@@ -36,41 +50,30 @@ uint64_t cg_hooktime_start(void)
 
 void cg_hooktime_stop(uint64_t t0)
 {
-	uint64_t now = cg_monotonic_ns();
-	uint64_t w = cg_tls.hooktime.weight;
-	atomic_fetch_add_explicit(&weighted_ns, (now > t0 ? now - t0 : 0) * w, memory_order_relaxed);
-	atomic_fetch_add_explicit(&weighted_calls, w, memory_order_relaxed);
+	tally_add(&launch_calls, t0, cg_tls.hooktime.weight);
 }
 
 void cg_hooktime_total(uint64_t *ns, uint64_t *calls)
 {
-	*ns = atomic_load_explicit(&weighted_ns, memory_order_relaxed);
-	*calls = atomic_load_explicit(&weighted_calls, memory_order_relaxed);
+	tally_read(&launch_calls, ns, calls);
 }
 
 void cg_hooktime_forwarded(uint64_t f0)
 {
-	uint64_t now = cg_monotonic_ns();
-	uint64_t w = cg_tls.hooktime.weight;
-	atomic_fetch_add_explicit(&forward_ns, (now > f0 ? now - f0 : 0) * w, memory_order_relaxed);
-	atomic_fetch_add_explicit(&forward_calls, w, memory_order_relaxed);
+	tally_add(&forwards, f0, cg_tls.hooktime.weight);
 }
 
 void cg_hooktime_forwards(uint64_t *ns, uint64_t *calls)
 {
-	*ns = atomic_load_explicit(&forward_ns, memory_order_relaxed);
-	*calls = atomic_load_explicit(&forward_calls, memory_order_relaxed);
+	tally_read(&forwards, ns, calls);
 }
 
 void cg_hooktime_waited(uint64_t t0)
 {
-	uint64_t now = cg_monotonic_ns();
-	atomic_fetch_add_explicit(&wait_ns, now > t0 ? now - t0 : 0, memory_order_relaxed);
-	atomic_fetch_add_explicit(&wait_calls, 1, memory_order_relaxed);
+	tally_add(&waits, t0, 1);
 }
 
 void cg_hooktime_waits(uint64_t *ns, uint64_t *calls)
 {
-	*ns = atomic_load_explicit(&wait_ns, memory_order_relaxed);
-	*calls = atomic_load_explicit(&wait_calls, memory_order_relaxed);
+	tally_read(&waits, ns, calls);
 }
