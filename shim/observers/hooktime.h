@@ -7,10 +7,10 @@
  * builds it triggers, the forward of the ops it passes. Written as the summary's
  * launch_call_us. Of a sampled call that cugraft forwarded (an op run eagerly, learned or
  * passed), the forward alone is timed too: the driver's share, launch_forward_us; what is left
- * of launch_call_us, less the replays' host time, is cugraft's own work. And its waits (syncs and copies to or from the host, the calls after which
- * the host has seen the GPU's work), every one: what they take beside the eager program's is
- * what deferring the work exposed to a waiting host, the flush of that work in. Written as
- * wait_call_us. */
+ * of launch_call_us, less the replays' host time, is cugraft's own work. And its waits (syncs
+ * and copies to or from the host, the calls after which the host has seen the GPU's work),
+ * every one: what they take beside the eager program's is what deferring the work exposed to a
+ * waiting host, the flush of that work in. Written as wait_call_us. */
 #ifndef CG_SHIM_HOOKTIME_H
 #define CG_SHIM_HOOKTIME_H
 
