@@ -52,10 +52,10 @@ grep '^| syn | default |' "$md" | awk -F' [|] ' '{ exit !($7 == "1.200x") }' ||
 [ "$(grep -c '^| mb-200 | ' "$md")" -eq 12 ] || fail "want 2 table rows, 2 replay cost rows, 2 wait cost rows and 6 runs"
 # What the replays cost: each cugraft run's CSV line carries its summary's ops replayed and the
 # host time of its graph launches, patches and builds; the section sets their medians per op
-# replayed beside the eager launch call of the per-iteration line (1000 us / 200 launches); each
-# figure shown is rounded to 0.01, their sums may differ by up to 0.03. The eager launch call is
-# what the driver took in the calls the row's cugraft runs forwarded (the median over the four
-# runs of launch_forward_us / launch_forward_count), not the profile's.
+# replayed beside the eager launch call: what the driver took in the calls the row's cugraft
+# runs forwarded (the median over the four runs of launch_forward_us / launch_forward_count),
+# not the per-iteration line's 1000 us / 200 launches. Each figure shown is rounded to 0.01:
+# sums of three may differ by up to 0.03, of two by up to 0.02.
 awk -F, '$1 == "mb-200" && $2 == "default" && !($8 > 0 && $9 > 0 && $11 > 0 && $12 > 0 && $13 > 0) { bad = 1 } END { exit bad }' "$tmp/runs.csv" ||
   fail "a cugraft run without its replay costs: $(cat "$tmp/runs.csv")"
 grep -qF "## What the replays cost the host" "$md" || fail "no replay cost section"
@@ -65,7 +65,7 @@ fwd=$(awk -F, '$1 == "mb-200" && $2 != "eager" { print $16 / $17 }' "$tmp/runs.c
 printf '%s\n' "$cost" | awk -F' [|] ' -v f="$fwd" '{
   l = $4; p = $5; b = $6; r = $7; e = $8; s = $9; c = $11; cs = $12
   exit !(e == f && e != "5.00" && (l + p + b - r) ^ 2 <= 0.0009 && (e - r - s) ^ 2 <= 0.0009 &&
-         c > 0 && (e - c - cs) ^ 2 <= 0.0001) }' ||
+         c > 0 && (e - c - cs) ^ 2 <= 0.0004) }' ||
   fail "replay cost: want launches + patches + builds = replay, eager $fwd, saved = eager - replay, a launch call under cugraft and eager less it in $cost"
 # without the forwards (an older sweep's 15 fields) the eager launch call is the profile's:
 # 1000 us over 200 launches
