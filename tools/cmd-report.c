@@ -305,13 +305,13 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 		       label, in_calls / 1000.0, in_calls / calls);
 		label = "             ";
 	}
-	/* the driver's share: the forwards of the calls cugraft ran eagerly; the rest, less the
-	 * replays' host time (most of it spent in launch calls), is cugraft's own work */
+	/* the driver's share: the forwards of the calls cugraft ran eagerly; the rest, less what
+	 * the replays took in them, is cugraft's own work */
 	double forwards = cg_merged_total(m, "launch_forward_count", 0);
 	double in_forwards = cg_merged_total(m, "launch_forward_us", -1);
-	if (calls > 0 && in_calls >= 0 && forwards > 0 && in_forwards >= 0) {
-		double own = in_calls - in_forwards - (launch > 0 ? launch : 0) - (patch > 0 ? patch : 0) -
-		             cg_merged_total(m, "graph_build_us", 0);
+	double in_replays = cg_merged_total(m, "launch_replay_us", -1);
+	if (calls > 0 && in_calls >= 0 && forwards > 0 && in_forwards >= 0 && in_replays >= 0) {
+		double own = in_calls - in_forwards - in_replays;
 		printf("             of it the driver took %.1f ms in the %.0f%% of them forwarded (%.2f us each)",
 		       in_forwards / 1000.0, 100.0 * forwards / calls, in_forwards / forwards);
 		if (own >= 0)

@@ -159,6 +159,15 @@ void cg_backend_graph_memory(uint64_t *now, uint64_t *peak)
 	*peak = atomic_load(&graph_mem_peak);
 }
 
+/* Adds the host time since t0 to one of the sums, and to this thread's (hooktime.h: what of a
+ * timed launch call the replays took). */
+static void replay_time(_Atomic uint64_t *sum, uint64_t t0)
+{
+	uint64_t ns = cg_monotonic_ns() - t0;
+	atomic_fetch_add(sum, ns);
+	cg_tls.hooktime.replay_ns += ns;
+}
+
 void cg_backend_host_time(struct cg_backend_host_time *out)
 {
 	*out = (struct cg_backend_host_time){ atomic_load(&build_ns), atomic_load(&patch_ns),
@@ -267,7 +276,7 @@ static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
 	if (r == CUDA_SUCCESS)
 		r = instantiate_chunk(g, ops, n);
 	cg_backend_leave(in);
-	atomic_fetch_add(&build_ns, cg_monotonic_ns() - t0);
+	replay_time(&build_ns, t0);
 	if (r != CUDA_SUCCESS) {
 		graph_free(g);
 		return fail(r, detail);
@@ -339,7 +348,7 @@ static int be_patch(void *be, void *graph, uint32_t index, const struct cg_op *o
 	           : cg_sig_kind(op->sig) == CG_K_KERNEL ? patch_kernel(g, index, op)
 	                                                 : patch_memop(g, index, op);
 	cg_backend_leave(in);
-	atomic_fetch_add(&patch_ns, cg_monotonic_ns() - t0);
+	replay_time(&patch_ns, t0);
 	if (r == CUDA_SUCCESS && cg_nvtx_on())
 		g->patched++;
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
@@ -363,7 +372,7 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 	if (mark)
 		cg_nvtx_replay_end();
 	cg_backend_leave(in);
-	atomic_fetch_add(&launch_ns, cg_monotonic_ns() - t0);
+	replay_time(&launch_ns, t0);
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 

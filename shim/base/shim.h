@@ -67,8 +67,10 @@ struct cg_tls {
 	 * n of them; CG_TLS_GROUP_STREAMS + 1: more than fit, the group's end submits every stream. */
 	struct { int depth, n; void *s[CG_TLS_GROUP_STREAMS]; } nccl_group;
 	/* hooktime.c: launch wrapper calls until the next timed one, the calls the one being timed
-	 * stands for, and the state of the random distances. */
-	struct { uint32_t left, weight; uint64_t rng; } hooktime;
+	 * stands for, and the state of the random distances; cuda_backend.c: this thread's host
+	 * time in the graph API so far (builds, patches, graph launches), and its value when the
+	 * timed call began. */
+	struct { uint32_t left, weight; uint64_t rng, replay_ns, replay_at; } hooktime;
 };
 extern _Thread_local struct cg_tls cg_tls __attribute__((tls_model("initial-exec")));
 /* This thread's number: never reused (pthread_t values are, so a thread started after another

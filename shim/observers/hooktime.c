@@ -4,19 +4,26 @@
 #include "policy/clock.h"
 #include "shim/observers/hooktime.h"
 
-/* A sum of host time (ns) and the calls it stands for: over the sampled launch calls and over
- * their forwards weighted by the calls each sample stands for, over the waits every one. */
+/* A sum of host time (ns) and the calls it stands for: over the sampled launch calls, their
+ * forwards and their replays' graph API calls, weighted by the calls each sample stands for;
+ * over the waits, every one. */
 struct tally {
 	_Atomic uint64_t ns, calls;
 };
-static struct tally launch_calls, forwards, waits;
+static struct tally launch_calls, forwards, replays, waits;
 
-/* Adds the time from t0 to now, standing for `calls` calls. */
-static void tally_add(struct tally *t, uint64_t t0, uint64_t calls)
+/* Adds ns, standing for `calls` calls. */
+static void tally_add(struct tally *t, uint64_t ns, uint64_t calls)
+{
+	atomic_fetch_add_explicit(&t->ns, ns * calls, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->calls, calls, memory_order_relaxed);
+}
+
+/* The time from t0 to now. */
+static uint64_t since(uint64_t t0)
 {
 	uint64_t now = cg_monotonic_ns();
-	atomic_fetch_add_explicit(&t->ns, (now > t0 ? now - t0 : 0) * calls, memory_order_relaxed);
-	atomic_fetch_add_explicit(&t->calls, calls, memory_order_relaxed);
+	return now > t0 ? now - t0 : 0;
 }
 
 static void tally_read(struct tally *t, uint64_t *ns, uint64_t *calls)
@@ -44,13 +51,15 @@ uint64_t cg_hooktime_start(void)
 	uint32_t d = next_distance();
 	cg_tls.hooktime.left = d;
 	cg_tls.hooktime.weight = d;
+	cg_tls.hooktime.replay_at = cg_tls.hooktime.replay_ns;
 	uint64_t t0 = cg_monotonic_ns();
 	return t0 ? t0 : 1;
 }
 
 void cg_hooktime_stop(uint64_t t0)
 {
-	tally_add(&launch_calls, t0, cg_tls.hooktime.weight);
+	tally_add(&launch_calls, since(t0), cg_tls.hooktime.weight);
+	tally_add(&replays, cg_tls.hooktime.replay_ns - cg_tls.hooktime.replay_at, cg_tls.hooktime.weight);
 }
 
 void cg_hooktime_total(uint64_t *ns, uint64_t *calls)
@@ -60,7 +69,7 @@ void cg_hooktime_total(uint64_t *ns, uint64_t *calls)
 
 void cg_hooktime_forwarded(uint64_t f0)
 {
-	tally_add(&forwards, f0, cg_tls.hooktime.weight);
+	tally_add(&forwards, since(f0), cg_tls.hooktime.weight);
 }
 
 void cg_hooktime_forwards(uint64_t *ns, uint64_t *calls)
@@ -68,9 +77,15 @@ void cg_hooktime_forwards(uint64_t *ns, uint64_t *calls)
 	tally_read(&forwards, ns, calls);
 }
 
+void cg_hooktime_replays(uint64_t *ns)
+{
+	uint64_t calls;
+	tally_read(&replays, ns, &calls);
+}
+
 void cg_hooktime_waited(uint64_t t0)
 {
-	tally_add(&waits, t0, 1);
+	tally_add(&waits, since(t0), 1);
 }
 
 void cg_hooktime_waits(uint64_t *ns, uint64_t *calls)

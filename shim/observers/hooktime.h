@@ -6,8 +6,9 @@
  * everything in: packing and matching the op, deferring it, the graph launches, patches and
  * builds it triggers, the forward of the ops it passes. Written as the summary's
  * launch_call_us. Of a sampled call that cugraft forwarded (an op run eagerly, learned or
- * passed), the forward alone is timed too: the driver's share, launch_forward_us; what is left
- * of launch_call_us, less the replays' host time, is cugraft's own work. And its waits (syncs
+ * passed), the forward alone is timed too: the driver's share, launch_forward_us; and the host
+ * time its replays took in the graph API (builds, patches, graph launches: launch_replay_us);
+ * what is left of launch_call_us is cugraft's own work. And its waits (syncs
  * and copies to or from the host, the calls after which the host has seen the GPU's work),
  * every one: what they take beside the eager program's is what deferring the work exposed to a
  * waiting host, the flush of that work in. Written as wait_call_us. */
@@ -50,6 +51,9 @@ void cg_hooktime_total(uint64_t *ns, uint64_t *calls);
  * now; and the estimated host time in those forwards (ns) and the calls they stand for. */
 void cg_hooktime_forwarded(uint64_t f0);
 void cg_hooktime_forwards(uint64_t *ns, uint64_t *calls);
+/* The estimated host time the sampled calls spent in the graph API (the backend's builds,
+ * patches and graph launches, cg_tls.hooktime.replay_ns), weighted alike. */
+void cg_hooktime_replays(uint64_t *ns);
 
 /* `call`, forwarded to the driver: timed where the wrapper's call is sampled (t0 not 0). */
 #define CG_HOOKTIME_FORWARD(t0, call)                                                           \

@@ -192,6 +192,10 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	cg_hooktime_forwards(&hook_ns, &hook_calls);
 	cg_json_double(j, "launch_forward_us", (double)hook_ns / 1000.0);
 	cg_json_uint(j, "launch_forward_count", hook_calls);
+	/* and the replays' host time in them (builds, patches, graph launches: the rest of the
+	 * replays ran in waits or the flusher) */
+	cg_hooktime_replays(&hook_ns);
+	cg_json_double(j, "launch_replay_us", (double)hook_ns / 1000.0);
 	/* and its waits, every one, the flushes they made in */
 	cg_hooktime_waits(&hook_ns, &hook_calls);
 	cg_json_double(j, "wait_call_us", (double)hook_ns / 1000.0);

@@ -109,15 +109,15 @@ expect "$out" "(140 times, from op 100 to op 900)"
 echo "divergence sites: the first and the latest op, per file and merged"
 
 # The driver's share of the launch calls and cugraft's own work: 2000 us in 400 calls, 600 us of
-# it in the 100 forwarded; less the 450 us of graph launches, 50 of patches and 100 of builds,
-# cugraft's own work is 800 us, 2.00 us a call. A record-only run (no graph launched) says the
-# same under its own label.
-sed 's/"event":"summary",/&"graph_launch_us":450,"patch_us":50,"graph_build_us":100,"launch_call_us":2000,"launch_call_count":400,"launch_forward_us":600,"launch_forward_count":100,/' \
+# it in the 100 forwarded; less the 500 us the replays took in them (of the 450 us of graph
+# launches, 50 of patches and 100 of builds, some ran elsewhere), cugraft's own work is 900 us,
+# 2.25 us a call. A record-only run (no graph launched) says the same under its own label.
+sed 's/"event":"summary",/&"graph_launch_us":450,"patch_us":50,"graph_build_us":100,"launch_call_us":2000,"launch_call_count":400,"launch_forward_us":600,"launch_forward_count":100,"launch_replay_us":500,/' \
   "$DATA/rank1.jsonl" > "$T/fwd.jsonl"
 out=$("$CG" report "$T/fwd.jsonl") || fail "exit $? on a report with forwards"
 expect "$out" "the program's launch calls took 2.0 ms inside cugraft, 5.00 us each"
-expect "$out" "of it the driver took 0.6 ms in the 25% of them forwarded (6.00 us each); cugraft's own work about 2.00 us a call"
-sed 's/"event":"summary",/&"graph_launch_us":0,"patch_us":0,"graph_build_us":0,"launch_call_us":2000,"launch_call_count":400,"launch_forward_us":1800,"launch_forward_count":400,/; s/"graph_launches":[0-9]*/"graph_launches":0/' \
+expect "$out" "of it the driver took 0.6 ms in the 25% of them forwarded (6.00 us each); cugraft's own work about 2.25 us a call"
+sed 's/"event":"summary",/&"graph_launch_us":0,"patch_us":0,"graph_build_us":0,"launch_call_us":2000,"launch_call_count":400,"launch_forward_us":1800,"launch_forward_count":400,"launch_replay_us":0,/; s/"graph_launches":[0-9]*/"graph_launches":0/' \
   "$DATA/rank1.jsonl" > "$T/ro.jsonl"
 out=$("$CG" report "$T/ro.jsonl") || fail "exit $? on a record-only report"
 expect "$out" "  calls      the program's launch calls took 2.0 ms inside cugraft, 5.00 us each"

@@ -36,6 +36,15 @@ print("ops run eagerly %d, forwards stood for by the samples %d" % (eager, fwd))
 sys.exit(0 if eager > 0 and 0 < fwd <= 3 * eager + 31 and fwd < s["launch_call_count"] / 4 and
          0 < s["launch_forward_us"] < s["launch_call_us"] else 1)
 EOF
+# and the replays' time in those calls (their graph launches, patches and builds), sampled
+# alike: some, and with the forwards no more than the calls took
+python3 - "$tmp/s.jsonl" <<'EOF' || fail "launch_replay_us does not hold the replays' time in the launch calls"
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if '"summary"' in l][-1]
+rep = s.get("launch_replay_us", -1)
+print("replays in the launch calls %.0f us of %.0f" % (rep, s["launch_call_us"]))
+sys.exit(0 if 0 < rep and rep + s["launch_forward_us"] < s["launch_call_us"] else 1)
+EOF
 cmd=$(dirname "$progs")/../tools/cugraft
 if [ -x "$cmd" ]; then
   "$cmd" report "$tmp/s.jsonl" | grep -q '^  memory .* MiB of device memory' ||
