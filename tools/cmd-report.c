@@ -310,8 +310,10 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 	double forwards = cg_merged_total(m, "launch_forward_count", 0);
 	double in_forwards = cg_merged_total(m, "launch_forward_us", -1);
 	double in_replays = cg_merged_total(m, "launch_replay_us", -1);
-	if (calls > 0 && in_calls >= 0 && forwards > 0 && in_forwards >= 0 && in_replays >= 0) {
-		double own = in_calls - in_forwards - in_replays;
+	if (in_replays < 0 && !(launches > 0))  /* a file before launch_replay_us: none replayed */
+		in_replays = 0;
+	if (calls > 0 && in_calls >= 0 && forwards > 0 && in_forwards >= 0) {
+		double own = in_replays >= 0 ? in_calls - in_forwards - in_replays : -1;
 		printf("             of it the driver took %.1f ms in the %.0f%% of them forwarded (%.2f us each)",
 		       in_forwards / 1000.0, 100.0 * forwards / calls, in_forwards / forwards);
 		if (own >= 0)

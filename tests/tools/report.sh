@@ -123,3 +123,13 @@ out=$("$CG" report "$T/ro.jsonl") || fail "exit $? on a record-only report"
 expect "$out" "  calls      the program's launch calls took 2.0 ms inside cugraft, 5.00 us each"
 expect "$out" "of it the driver took 1.8 ms in the 100% of them forwarded (4.50 us each); cugraft's own work about 0.50 us a call"
 echo "the driver's share of the launch calls and cugraft's own work"
+# A file written before launch_replay_us: the driver's share, and cugraft's own work only where
+# nothing was replayed (the replays' part of the calls unknown otherwise).
+sed 's/"launch_replay_us":500,//' "$T/fwd.jsonl" > "$T/fwd-old.jsonl"
+out=$("$CG" report "$T/fwd-old.jsonl") || fail "exit $? on a report without launch_replay_us"
+expect "$out" "of it the driver took 0.6 ms in the 25% of them forwarded (6.00 us each)"
+printf '%s\n' "$out" | grep -q "own work" && fail "own work printed with the replays' part unknown: $out"
+sed 's/"launch_replay_us":0,//' "$T/ro.jsonl" > "$T/ro-old.jsonl"
+out=$("$CG" report "$T/ro-old.jsonl") || fail "exit $? on a record-only report without launch_replay_us"
+expect "$out" "(4.50 us each); cugraft's own work about 0.50 us a call"
+echo "reports from before launch_replay_us"
