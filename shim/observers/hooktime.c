@@ -4,13 +4,15 @@
 #include "policy/clock.h"
 #include "shim/observers/hooktime.h"
 
-/* A sum of host time (ns) and the calls it stands for: over the sampled launch calls, their
- * forwards and their replays' graph API calls, weighted by the calls each sample stands for;
- * over the waits, every one. */
+/* A sum of host time (ns) and the calls it stands for: over the sampled launch calls and their
+ * forwards, weighted by the calls each sample stands for; over the waits, every one. */
 struct tally {
 	_Atomic uint64_t ns, calls;
 };
-static struct tally launch_calls, forwards, replays, waits;
+static struct tally launch_calls, forwards, waits;
+/* The sampled launch calls' time in the graph API, weighted alike (their calls are
+ * launch_calls'). */
+static _Atomic uint64_t replay_ns;
 
 /* Adds ns, standing for `calls` calls. */
 static void tally_add(struct tally *t, uint64_t ns, uint64_t calls)
@@ -59,7 +61,8 @@ uint64_t cg_hooktime_start(void)
 void cg_hooktime_stop(uint64_t t0)
 {
 	tally_add(&launch_calls, since(t0), cg_tls.hooktime.weight);
-	tally_add(&replays, cg_tls.hooktime.replay_ns - cg_tls.hooktime.replay_at, cg_tls.hooktime.weight);
+	atomic_fetch_add_explicit(&replay_ns, (cg_tls.hooktime.replay_ns - cg_tls.hooktime.replay_at) *
+	                                      cg_tls.hooktime.weight, memory_order_relaxed);
 }
 
 void cg_hooktime_total(uint64_t *ns, uint64_t *calls)
@@ -79,8 +82,7 @@ void cg_hooktime_forwards(uint64_t *ns, uint64_t *calls)
 
 void cg_hooktime_replays(uint64_t *ns)
 {
-	uint64_t calls;
-	tally_read(&replays, ns, &calls);
+	*ns = atomic_load_explicit(&replay_ns, memory_order_relaxed);
 }
 
 void cg_hooktime_waited(uint64_t t0)
