@@ -160,6 +160,10 @@ void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph);
  * free; a synchronous call waits, spinning, until the device is done (an op of its own first,
  * for a synchronous copy or memset). Off, nothing waits: work runs at submission. */
 void cg_gpu_wait(bool op);
+/* Called by the fake CUPTI as kernel records go on and off: while on, each launch call spends
+ * launch_ns more on the host before its submission (what tracing adds on a GPU); while off, the
+ * timeline runs unrecorded. */
+void fakecuda_tracing(bool recorded, long long launch_ns);
 void cg_host_spin(bool graph, size_t ops);
 void cg_host_spin_build(size_t nodes);
 /* Resolves a stream handle (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or created); NULL if bad. */

@@ -145,6 +145,18 @@ static struct {
   long long op_ns;       /* FAKECUDA_GPU_NS, or -1: the per-op times of cg_gpu_run */
 } timeline = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, -1 };
 
+/* fakecuda_tracing (fake.h): what tracing adds to each launch call, and whether kernels are
+ * recorded. */
+static atomic_llong tracing_ns;
+static atomic_bool paused;
+static void spin_ns(long long ns);
+
+void fakecuda_tracing(bool recorded, long long launch_ns)
+{
+  atomic_store(&paused, !recorded);
+  atomic_store(&tracing_ns, recorded ? launch_ns : 0);
+}
+
 void fakecuda_activity(uint64_t (*clock)(void), void (*record)(uint64_t start, uint64_t end))
 {
   const char *v = getenv("FAKECUDA_GPU_NS");
@@ -165,7 +177,7 @@ static void timeline_run(size_t ops, unsigned long long per_op)
   uint64_t ns = timeline.op_ns >= 0 ? (uint64_t)timeline.op_ns : per_op, t = clock();
   uint64_t start = t > timeline.free_at ? t : timeline.free_at;
   for (size_t k = 0; k < ops; k++, start += ns)
-    timeline.record(start, start + ns);
+    if (!atomic_load(&paused)) timeline.record(start, start + ns);
   timeline.free_at = start;
   pthread_mutex_unlock(&timeline.lock);
 }
@@ -205,6 +217,7 @@ void cg_gpu_run(struct cg_stream *s, size_t ops, bool graph)
   unsigned long long per_op = !graph ? 2000
                             : atomic_load_explicit(&graph_slow, memory_order_relaxed) ? 10000 : 1000;
   atomic_fetch_add_explicit(&s->gpu_ns, ops * per_op, memory_order_relaxed);
+  spin_ns(atomic_load_explicit(&tracing_ns, memory_order_relaxed));  /* (before the submission) */
   cg_host_spin(graph, ops);
   timeline_run(ops, per_op);  /* the ops start once their launch call has done its work */
 }
