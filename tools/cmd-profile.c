@@ -23,7 +23,11 @@ struct cg_profile {
 	double graph_launches, graph_launched;  /* the program's own graphs, the launches they ran */
 	double gpu_busy_us;       /* < 0: unavailable, for the reason in `why` */
 	double gpu_idle_in_launch_us;  /* < 0: unknown */
+	double idle_untraced_us;  /* the same without what tracing added to launch calls (< 0: unknown) */
+	double probe_untraced_us, probe_traced_us;  /* an empty kernel's launch call (< 0: unknown) */
+	char tracing_why[160];    /* why they are unknown */
 	double busy_bound, launch_gap_bound;  /* < 0: none (shim/observers/floor.c computes them) */
+	double launch_gap_traced; /* the launch-gap bound with tracing's cost in (< 0: none) */
 	bool bound_by_gpu;        /* the busy bound is the GPU busy time's, not the launch calls' */
 	char why[160];
 };
@@ -50,8 +54,14 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 	p->wait_calls = jv_num(jv_get(summary, "wait_call_count"), -1);
 	p->gpu_busy_us = jv_num(jv_get(o, "gpu_busy_us"), -1);
 	p->gpu_idle_in_launch_us = jv_num(jv_get(o, "gpu_idle_in_launch_us"), -1);
+	p->idle_untraced_us = jv_num(jv_get(o, "gpu_idle_in_launch_untraced_us"), -1);
+	p->probe_untraced_us = jv_num(jv_get(o, "probe_launch_untraced_us"), -1);
+	p->probe_traced_us = jv_num(jv_get(o, "probe_launch_traced_us"), -1);
+	const char *tw = jv_str(jv_get(o, "tracing_unmeasured"));
+	snprintf(p->tracing_why, sizeof p->tracing_why, "%s", tw ? tw : "not in the report");
 	p->busy_bound = jv_num(jv_get(o, "busy_bound"), -1);
 	p->launch_gap_bound = jv_num(jv_get(o, "launch_gap_bound"), -1);
+	p->launch_gap_traced = jv_num(jv_get(o, "launch_gap_bound_traced"), -1);
 	const char *by = jv_str(jv_get(o, "busy_bound_by"));
 	p->bound_by_gpu = by && strcmp(by, "gpu_busy") == 0;
 	const char *why = jv_str(jv_get(o, "gpu_busy_unavailable"));
@@ -124,7 +134,7 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 	double w = p->wall_us / per, h = p->launch_host_us / per, busy = p->gpu_busy_us / per;
 	const char *unit = p->iterations_found ? "per iteration" :
 	                   p->later_half ? "over the later half" : "over the run";
-	char bound[48] = "none (the launch calls take the whole wall time)", gap[48] = "unknown";
+	char bound[48] = "none (the launch calls take the whole wall time)", gap[64] = "unknown";
 	if (p->busy_bound > 0)
 		snprintf(bound, sizeof bound, "at most %.2fx", p->busy_bound);
 	if (p->launch_gap_bound > 0)
@@ -143,8 +153,23 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 		       cg_time(b, sizeof b, h));
 	else
 		printf("  GPU idle in launch calls   unknown (the run outlived the record of its launch calls)\n");
-	printf("  the floor                  busy bound %s%s · launch-gap bound %s\n", bound,
-	       p->busy_bound <= 0 ? "" : p->bound_by_gpu ? " (GPU-bound)" : " (host-bound)", gap);
+	bool untraced = p->idle_untraced_us >= 0;
+	if (untraced) {
+		printf("  tracing                    CUPTI's kernel records added %.2f us to each launch "
+		       "call (an empty kernel's took %.2f us, %.2f traced); without it, GPU idle in "
+		       "launch calls %s %s\n", p->probe_traced_us - p->probe_untraced_us,
+		       p->probe_untraced_us, p->probe_traced_us,
+		       cg_time(a, sizeof a, p->idle_untraced_us / per), unit);
+		if (p->launch_gap_traced > 0)
+			snprintf(gap + strlen(gap), sizeof gap - strlen(gap), " (as traced: %.2fx)",
+			         p->launch_gap_traced);
+	} else if (p->gpu_idle_in_launch_us >= 0) {
+		printf("  tracing                    what CUPTI's kernel records added to each launch call "
+		       "is unknown (%s): the figures and bounds include it\n", p->tracing_why);
+	}
+	printf("  the floor                  busy bound %s%s · launch-gap bound %s%s\n", bound,
+	       p->busy_bound <= 0 ? "" : p->bound_by_gpu ? " (GPU-bound)" : " (host-bound)", gap,
+	       untraced ? ", both without tracing's cost" : "");
 }
 
 /* The program's waits (syncs, copies to or from the host) per `per`, and what one took over

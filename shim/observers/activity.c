@@ -26,12 +26,13 @@ struct interval {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct interval *ring;
 static uint64_t kept, evicted_end, records, dropped;   /* under lock */
-static bool running;
+static atomic_bool running;
 
 static struct {
 	__typeof__(&cuptiActivityRegisterCallbacks) register_callbacks;
 	__typeof__(&cuptiActivityRegisterTimestampCallback) register_timestamp;
 	__typeof__(&cuptiActivityEnable) enable;
+	__typeof__(&cuptiActivityDisable) disable;
 	__typeof__(&cuptiActivityFlushAll) flush_all;
 	__typeof__(&cuptiActivityGetNextRecord) next_record;
 	__typeof__(&cuptiActivityGetNumDroppedRecords) num_dropped;
@@ -111,6 +112,7 @@ bool cg_activity_start(cg_clock_fn ours, cg_clock_fn *clock, const char **why)
 	SYM(register_callbacks, "cuptiActivityRegisterCallbacks");
 	SYM(register_timestamp, "cuptiActivityRegisterTimestampCallback");
 	SYM(enable, "cuptiActivityEnable");
+	SYM(disable, "cuptiActivityDisable");
 	SYM(flush_all, "cuptiActivityFlushAll");
 	SYM(next_record, "cuptiActivityGetNextRecord");
 	SYM(num_dropped, "cuptiActivityGetNumDroppedRecords");
@@ -146,6 +148,32 @@ bool cg_activity_start(cg_clock_fn ours, cg_clock_fn *clock, const char **why)
 	}
 	running = true;
 	return true;
+}
+
+/* Kernel records only: the probe (backend/probe.c) launches kernels and nothing else. */
+bool cg_activity_pause(void)
+{
+	if (!running || !api.disable)
+		return false;
+	cg_tls.internal++;
+	CUptiResult r = api.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	cg_tls.internal--;
+	return r == CUPTI_SUCCESS;
+}
+
+bool cg_activity_resume(void)
+{
+	cg_tls.internal++;
+	CUptiResult r = api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	cg_tls.internal--;
+	if (r != CUPTI_SUCCESS)
+		running = false;  /* (the profile's GPU figures then say so) */
+	return r == CUPTI_SUCCESS;
+}
+
+bool cg_activity_running(void)
+{
+	return running;
 }
 
 void cg_activity_flush(void)

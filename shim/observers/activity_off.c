@@ -13,6 +13,21 @@ void cg_activity_flush(void)
 {
 }
 
+bool cg_activity_pause(void)
+{
+	return false;
+}
+
+bool cg_activity_resume(void)
+{
+	return false;
+}
+
+bool cg_activity_running(void)
+{
+	return false;
+}
+
 void cg_activity_stats(struct cg_activity_stats *st)
 {
 	*st = (struct cg_activity_stats){ 0, 0, 0 };

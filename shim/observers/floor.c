@@ -16,6 +16,7 @@
 #include "shim/base/shim.h"
 
 atomic_bool cg_floor_timing;
+atomic_bool cg_floor_probe_due;
 
 /* The last 1M events (16 MiB): a step of 600 launches and boundaries shows its period 1,700
  * times over; the window lies in the latest steps anyway. A step longer than MAX_PERIOD events
@@ -54,6 +55,21 @@ static cg_clock_fn now = cg_monotonic_ns;
 static int64_t clock_offset;  /* the activity clock less the monotonic one, when they differ */
 static bool activity;
 static const char *activity_why;
+
+/* What CUPTI's activity tracing adds to a launch call, from the probe's medians (floor.h);
+ * until it is known, why not. Its kernels were not recorded while it timed them untraced: the
+ * window opens after it ended. Under lock. */
+struct tracing {
+	bool known;
+	uint64_t untraced_ns, traced_ns, end;
+	const char *why;
+};
+static struct tracing tracing = { .why = "not measured (the program launched nothing)" };
+
+static uint64_t tracing_added(const struct tracing *t)
+{
+	return t->traced_ns > t->untraced_ns ? t->traced_ns - t->untraced_ns : 0;
+}
 
 static uint64_t mono(void)
 {
@@ -153,8 +169,23 @@ void cg_floor_start(void)
 	if (!activity)
 		cg_log(CG_LOG_INFO, "CUGRAFT_PROFILE: no GPU busy time: %s", activity_why);
 	started = now();
+	if (activity)
+		atomic_store(&cg_floor_probe_due, true);
+	else
+		tracing.why = "no activity tracing";
 	atomic_store_explicit(&cg_floor_timing, true, memory_order_release);  /* ring, now */
 	atomic_fetch_or(&cg_unsettled, CG_UNSETTLED_PROFILE);  /* every boundary is an event */
+}
+
+void cg_floor_tracing(uint64_t untraced_ns, uint64_t traced_ns, const char *why)
+{
+	pthread_mutex_lock(&lock);
+	tracing.known = why == NULL;
+	tracing.untraced_ns = untraced_ns;
+	tracing.traced_ns = traced_ns;
+	tracing.why = why;
+	tracing.end = now();
+	pthread_mutex_unlock(&lock);
 }
 
 void cg_floor_token(enum cg_reason why)
@@ -293,8 +324,10 @@ static void later_half(struct window *w, const struct seq *s, uint64_t complete_
 	}
 }
 
-/* The time of the window the host spent in launch calls while the GPU had nothing to run. */
-static uint64_t idle_in_launch(const struct window *w, const struct seq *s, int dev)
+/* The time of the window the host spent in launch calls while the GPU had nothing to run; each
+ * call taken as starting `later` ns after it did (what tracing added before its submission). */
+static uint64_t idle_in_launch(const struct window *w, const struct seq *s, int dev,
+                               uint64_t later)
 {
 	struct cg_span *host = malloc((w->to > w->from ? w->to - w->from : 1) * sizeof(*host));
 	size_t nh = 0;
@@ -302,7 +335,8 @@ static uint64_t idle_in_launch(const struct window *w, const struct seq *s, int 
 		return 0;
 	for (size_t k = w->from; k < w->to; k++)
 		if (kind_of(s->key[k]) == EV_LAUNCH)
-			host[nh++] = (struct cg_span){ 0, s->t[k], s->t[k] + s->ns[k] };
+			host[nh++] = (struct cg_span){ 0, s->t[k] + (later < s->ns[k] ? later : s->ns[k]),
+			                               s->t[k] + s->ns[k] };
 	uint64_t idle = cg_activity_idle_in(host, nh, w->t0, w->t1, dev);
 	free(host);
 	return idle;
@@ -353,30 +387,82 @@ static void take_sequence(struct seq *s)
 	}
 }
 
-/* The window's GPU busy time and the GPU's idle time inside launch calls (-1: unknown). Without
- * records the GPU busy time is unknown, not zero; so is the idle time in launch calls, where the
- * window's launch calls are not all in the sequence (the run's window of a run longer than the
- * ring). */
+/* The window's figures: wall time, launch calls' host time, GPU busy time and the GPU's idle
+ * time inside launch calls, in us (busy, idle < 0: unknown). */
+struct figures {
+	double wall, host, busy, idle;
+};
+
+/* The window's GPU busy time and the GPU's idle time inside launch calls, as traced and (where
+ * the tracing's cost is known) without it: f->idle, *untraced. Without records the GPU busy
+ * time is unknown, not zero; so is the idle time in launch calls, where the window's launch
+ * calls are not all in the sequence (the run's window of a run longer than the ring). */
 static void gpu_json(struct cg_json *j, const struct window *w, const struct seq *s,
-                     uint64_t records, double *busy_us, double *idle_us)
+                     uint64_t records, const struct tracing *t, struct figures *f,
+                     double *untraced)
 {
 	if (!activity || !records) {
 		cg_json_null(j, "gpu_busy_us");
 		cg_json_null(j, "gpu_idle_in_launch_us");
+		cg_json_null(j, "gpu_idle_in_launch_untraced_us");
 		cg_json_str(j, "gpu_busy_unavailable",
 		            activity ? "CUPTI recorded no GPU activity" : activity_why);
 		return;
 	}
 	int dev;
-	*busy_us = (double)cg_activity_busy(w->t0, w->t1, &dev) / 1e3;
-	cg_json_double(j, "gpu_busy_us", *busy_us);
+	f->busy = (double)cg_activity_busy(w->t0, w->t1, &dev) / 1e3;
+	cg_json_double(j, "gpu_busy_us", f->busy);
 	cg_json_int(j, "gpu_busy_device", dev);
 	if (w->iterations || w->later_half || atomic_load(&made) <= EVENTS) {
-		*idle_us = (double)idle_in_launch(w, s, dev) / 1e3;
-		cg_json_double(j, "gpu_idle_in_launch_us", *idle_us);
+		f->idle = (double)idle_in_launch(w, s, dev, 0) / 1e3;
+		cg_json_double(j, "gpu_idle_in_launch_us", f->idle);
 	} else {
 		cg_json_null(j, "gpu_idle_in_launch_us");
 	}
+	if (f->idle >= 0 && t->known) {
+		*untraced = (double)idle_in_launch(w, s, dev, tracing_added(t)) / 1e3;
+		cg_json_double(j, "gpu_idle_in_launch_untraced_us", *untraced);
+	} else {
+		cg_json_null(j, "gpu_idle_in_launch_untraced_us");
+	}
+}
+
+/* What tracing cost a launch call, as the probe measured it (floor.h), or why it is unknown. */
+static void tracing_json(struct cg_json *j, const struct tracing *t)
+{
+	if (t->known) {
+		cg_json_double(j, "probe_launch_untraced_us", (double)t->untraced_ns / 1e3);
+		cg_json_double(j, "probe_launch_traced_us", (double)t->traced_ns / 1e3);
+		cg_json_null(j, "tracing_unmeasured");
+	} else {
+		cg_json_null(j, "probe_launch_untraced_us");
+		cg_json_null(j, "probe_launch_traced_us");
+		cg_json_str(j, "tracing_unmeasured", t->why);
+	}
+}
+
+/* The bounds without what tracing added: each launch call d shorter, where the GPU waited on it
+ * the GPU's idle time (the untraced figure) and the wall time shorter by what the idle time
+ * lost (where it was busy, the host was not what the step waited for). As traced, the
+ * launch-gap bound too. Where tracing's cost is unknown, the bounds are the traced ones. */
+static void floor_json(struct cg_json *j, const struct window *w, const struct tracing *t,
+                       struct figures f, double untraced)
+{
+	double traced_gap = f.idle >= 0 && f.idle < f.wall ? f.wall / (f.wall - f.idle) : -1;
+	bool without = untraced >= 0;
+	if (without) {
+		double d = (double)tracing_added(t) / 1e3;
+		double host = f.host - d * (double)w->launches;
+		f.wall -= f.idle - untraced;
+		f.host = host > 0 ? host : 0;
+		f.idle = untraced;
+	}
+	bounds_json(j, f.wall, f.host, f.busy, f.idle);
+	cg_json_bool(j, "bounds_without_tracing", without);
+	if (traced_gap > 0)
+		cg_json_double(j, "launch_gap_bound_traced", traced_gap);
+	else
+		cg_json_null(j, "launch_gap_bound_traced");
 }
 
 void cg_floor_json(struct cg_json *j)
@@ -396,10 +482,14 @@ void cg_floor_json(struct cg_json *j)
 	struct seq s;
 	take_sequence(&s);
 	w.to = s.n;
-	find_window(&w, &s, st.complete_from);
+	pthread_mutex_lock(&lock);
+	struct tracing t = tracing;
+	pthread_mutex_unlock(&lock);
+	uint64_t complete_from = st.complete_from > t.end ? st.complete_from : t.end;
+	find_window(&w, &s, complete_from);
 	pthread_mutex_lock(&lock);
 	if (!w.iterations && snaps)
-		later_half(&w, &s, st.complete_from);
+		later_half(&w, &s, complete_from);
 	pthread_mutex_unlock(&lock);
 
 	cg_json_obj(j, "profile");
@@ -420,9 +510,11 @@ void cg_floor_json(struct cg_json *j)
 	cg_json_uint(j, "syncs", w.syncs);
 	cg_json_uint(j, "waits", w.waits);
 	cg_json_uint(j, "boundaries", atomic_load(&boundaries));
-	double busy_us = -1, idle_us = -1, wall_us = (double)(w.t1 - w.t0) / 1e3;
-	gpu_json(j, &w, &s, st.records, &busy_us, &idle_us);
-	bounds_json(j, wall_us, (double)w.host_ns / 1e3, busy_us, idle_us);
+	struct figures f = { (double)(w.t1 - w.t0) / 1e3, (double)w.host_ns / 1e3, -1, -1 };
+	double untraced = -1;
+	gpu_json(j, &w, &s, st.records, &t, &f, &untraced);
+	tracing_json(j, &t);
+	floor_json(j, &w, &t, f, untraced);
 	cg_json_uint(j, "activity_records", st.records);
 	cg_json_uint(j, "dropped", st.dropped);
 	cg_json_obj_end(j);

@@ -40,6 +40,14 @@ void cg_floor_graph(CUgraphExec exec, uint32_t launches);
  * replayed from a graph weighs what it runs. */
 void cg_floor_graph_launch(CUgraphExec exec);
 
+/* Set at start-up where activity tracing runs: the probe (backend/probe.h) is due at the
+ * program's next launch call. */
+extern atomic_bool cg_floor_probe_due;
+/* What the probe measured: its empty kernel's launch call took untraced_ns with kernel records
+ * off, traced_ns with them on (medians); or why it could not tell (why != NULL). The window
+ * opens after it, and the bounds are computed without what tracing added. */
+void cg_floor_tracing(uint64_t untraced_ns, uint64_t traced_ns, const char *why);
+
 /* At start-up, when CUGRAFT_PROFILE is on: CUPTI activity (where it loads) and timing. */
 void cg_floor_start(void);
 /* A boundary the program made: an event of the sequence (inline: the boundary path pays a

@@ -6,7 +6,8 @@
 # time is said to be unavailable, never printed as zero; a long loop of one kernel that never
 # waits is measured over the later half of its launch calls; with the fake CUPTI, the GPU's idle
 # time inside launch calls leaves the host's own work between syncs out of the launch-gap
-# bound, which the busy bound counts; the program's exit status comes through.
+# bound, which the busy bound counts, and what tracing adds to each launch call is measured and
+# taken out of it; the program's exit status comes through.
 # usage: profile.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 CG=$1 BUILD=$3
@@ -126,6 +127,26 @@ if [ -f "$BUILD/tests/fakecupti/libcupti.so.13" ]; then
   awk -v h="$h" -v g="$g" -v gap="$gap" 'BEGIN { exit !(g * 2 > h && gap > 2) }' ||
     { printf '%s\n' "$out"; fail "idle in launch calls $g us of $h us; launch-gap bound $gap"; }
   echo "launch-starved: GPU idle in launch calls $g us of $h us, launch-gap bound ${gap}x"
+
+  # The same step where recording kernels adds 40 us to each launch call (1.6 us on an H100):
+  # the probe measures what tracing adds, and the GPU's idle time inside launch calls without
+  # it comes back to the untraced run's, where the traced figure is three times that.
+  plain=$g
+  out=$(LD_LIBRARY_PATH=$BUILD/tests/fakecupti:$LD_LIBRARY_PATH FAKECUDA_SPIN_NS=20000 \
+        FAKECUPTI_LAUNCH_NS=40000 FAKECUDA_GPU_NS=1000 "$CG" profile -- "$PROG" --iters 30) ||
+    fail "exit $?"
+  g=$(figure "GPU idle in launch calls") gap=$(bound "launch-gap bound")
+  added=$(printf '%s\n' "$out" | sed -n 's/.*records added \([0-9.]*\) us to each launch call.*/\1/p')
+  without=$(printf '%s\n' "$out" | sed -n 's/.*without it, GPU idle in launch calls \([0-9.]*\) \(u\|m\)s.*/\1 \2/p' |
+            awk '{ print $2 == "m" ? $1 * 1000 : $1 }')
+  traced=$(printf '%s\n' "$out" | sed -n 's/.*(as traced: \([0-9.]*\)x).*/\1/p')
+  [ -n "$g" ] && [ -n "$added" ] && [ -n "$without" ] && [ -n "$gap" ] && [ -n "$traced" ] ||
+    { printf '%s\n' "$out"; fail "figures missing"; }
+  awk -v p="$plain" -v g="$g" -v d="$added" -v u="$without" -v gap="$gap" -v t="$traced" 'BEGIN {
+    exit !(d >= 30 && d <= 60 && g > 2 * p && u < 1.3 * p && u > 0.7 * p && gap < t) }' ||
+    { printf '%s\n' "$out"; fail "tracing added $added us a call: idle $g us traced, $without without (untraced run: $plain); bounds $gap and $traced as traced"; }
+  expect "$out" "both without tracing's cost"
+  echo "tracing's cost: $added us a call; GPU idle in launch calls $g us traced, $without us without it (untraced: $plain us); launch-gap bound ${gap}x (${traced}x as traced)"
 fi
 
 out=$("$CG" profile -- sh -c 'exit 3'); rc=$?
