@@ -326,6 +326,14 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 		printf("%sits %.0f waits (syncs, copies to or from the host) took %.1f ms, %.1f us each, the flushes they made in\n",
 		       label, waits, in_waits / 1000.0, in_waits / waits);
 		label = "             ";
+		double flushing = cg_merged_total(m, "wait_flush_count", -1);
+		double in_flushing = cg_merged_total(m, "wait_flush_us", -1);
+		if (flushing > 0 && in_flushing >= 0 && waits > flushing)
+			printf("%s%.0f of them submitted work deferred before them, %.1f us each; the "
+			       "others %.1f us each\n", label, flushing, in_flushing / flushing,
+			       (in_waits - in_flushing) / (waits - flushing));
+		else if (flushing >= 0)
+			printf("%s%.0f of them submitted work deferred before them\n", label, flushing);
 	}
 	double learned = cg_merged_along(m, "chunks_launched_8_times", 0);
 	double repaid = cg_merged_total(m, "chunks_launched_8_times", -1);

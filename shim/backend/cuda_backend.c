@@ -128,6 +128,7 @@ static int be_eager(void *be, void *stream, const struct cg_op *op, const char *
 	if (r == CUDA_SUCCESS)
 		r = submit(op, st);
 	cg_backend_leave(in);
+	cg_tls.hooktime.submits++;
 	if (r != CUDA_SUCCESS)
 		deferred_failed(r);
 	if (cg_nvtx_on())
@@ -373,6 +374,7 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 		cg_nvtx_replay_end();
 	cg_backend_leave(in);
 	replay_time(&launch_ns, t0);
+	cg_tls.hooktime.submits++;
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 

@@ -69,8 +69,9 @@ struct cg_tls {
 	/* hooktime.c: launch wrapper calls until the next timed one, the calls the one being timed
 	 * stands for, and the state of the random distances; cuda_backend.c: this thread's host
 	 * time in the graph API so far (builds, patches, graph launches), and its value when the
-	 * timed call began. */
-	struct { uint32_t left, weight; uint64_t rng, replay_ns, replay_at; } hooktime;
+	 * timed call began; the deferred work it submitted so far (ops run eagerly, graph
+	 * launches), which a wait compares before and after. */
+	struct { uint32_t left, weight; uint64_t rng, replay_ns, replay_at, submits; } hooktime;
 };
 extern _Thread_local struct cg_tls cg_tls __attribute__((tls_model("initial-exec")));
 /* This thread's number: never reused (pthread_t values are, so a thread started after another

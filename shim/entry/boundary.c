@@ -49,15 +49,21 @@ enum boundary_route {
 	BOUNDARY_MARKED,  /* forwarded with the audit's mark (CG_FORWARDED), then boundary_result */
 };
 
+/* A wait of the program (hooktime.h): when it began (0: no wait) and the deferred work this
+ * thread had submitted by then. */
+struct wait {
+	uint64_t t0, submits;
+};
+
 /* The full path up to the real call: counted and the boundary made, unless the call must pass
- * through untouched; then its route. `*t0`: when a wait of the program began (else 0). */
+ * through untouched; then its route. `*w`: the wait it is, if it is one. */
 static enum boundary_route boundary_route(enum cg_entry e, enum scope scope, CUstream h,
-                                          enum cg_reason why, uint64_t *t0)
+                                          enum cg_reason why, struct wait *w)
 {
 	cg_driver_init(); /* also when disabled: it finds the real entry point */
 	if (!cg_shim_passthrough() && cg_driver_ready()) {
 		if (cg_reason_waits(why))  /* a wait of the program: timed (hooktime.h) */
-			*t0 = cg_monotonic_ns();
+			*w = (struct wait){ cg_monotonic_ns(), cg_tls.hooktime.submits };
 		cg_count(CG_COUNT_ENTRY + e);
 		cg_tls.api = cg_entry_name[e];
 		if (scope == SCOPE_ALL)
@@ -78,11 +84,11 @@ static CUresult boundary_result(CUresult r, enum cg_reason why)
 	return reports_deferred_error(why) ? (CUresult)cg_shim_deferred_error(r) : r;
 }
 
-/* The full path's answer r, once a wait that began at t0 (0: none) is timed. */
-static CUresult boundary_done(CUresult r, uint64_t t0)
+/* The full path's answer r, once the wait w (if it is one) is timed. */
+static CUresult boundary_done(CUresult r, const struct wait *w)
 {
-	if (t0)
-		cg_hooktime_waited(t0);
+	if (w->t0)
+		cg_hooktime_waited(w->t0, cg_tls.hooktime.submits != w->submits);
 	return r;
 }
 
@@ -92,13 +98,13 @@ static CUresult boundary_done(CUresult r, uint64_t t0)
 #define CG_BOUNDARY(n, proto, params, args, scope, stream, reason)                             \
 	__attribute__((noinline)) static CUresult full_##n params                               \
 	{                                                                                       \
-		uint64_t t0 = 0;                                                                \
-		switch (boundary_route(CG_E_##n, SCOPE_##scope, (CUstream)(stream), CG_R_##reason, &t0)) { \
+		struct wait w_ = { 0, 0 };                                                      \
+		switch (boundary_route(CG_E_##n, SCOPE_##scope, (CUstream)(stream), CG_R_##reason, &w_)) { \
 		case BOUNDARY_MISSING: return CUDA_ERROR_NOT_FOUND;                             \
-		case BOUNDARY_FORWARD: return boundary_done(CG_REAL(n) args, t0);               \
+		case BOUNDARY_FORWARD: return boundary_done(CG_REAL(n) args, &w_);              \
 		case BOUNDARY_MARKED: break;                                                    \
 		}                                                                               \
-		return boundary_done(boundary_result(CG_FORWARDED(CG_REAL(n) args), CG_R_##reason), t0); \
+		return boundary_done(boundary_result(CG_FORWARDED(CG_REAL(n) args), CG_R_##reason), &w_); \
 	}
 #include "shim/loader/cuda.def"
 #undef CG_BOUNDARY

@@ -9,7 +9,7 @@
 struct tally {
 	_Atomic uint64_t ns, calls;
 };
-static struct tally launch_calls, forwards, waits;
+static struct tally launch_calls, forwards, waits, flushing_waits;
 /* The sampled launch calls' time in the graph API, weighted alike (their calls are
  * launch_calls'). */
 static _Atomic uint64_t replay_ns;
@@ -85,12 +85,20 @@ void cg_hooktime_replays(uint64_t *ns)
 	*ns = atomic_load_explicit(&replay_ns, memory_order_relaxed);
 }
 
-void cg_hooktime_waited(uint64_t t0)
+void cg_hooktime_waited(uint64_t t0, bool flushed)
 {
-	tally_add(&waits, since(t0), 1);
+	uint64_t ns = since(t0);
+	tally_add(&waits, ns, 1);
+	if (flushed)
+		tally_add(&flushing_waits, ns, 1);
 }
 
 void cg_hooktime_waits(uint64_t *ns, uint64_t *calls)
 {
 	tally_read(&waits, ns, calls);
+}
+
+void cg_hooktime_flushing_waits(uint64_t *ns, uint64_t *calls)
+{
+	tally_read(&flushing_waits, ns, calls);
 }

@@ -15,6 +15,7 @@
 #ifndef CG_SHIM_HOOKTIME_H
 #define CG_SHIM_HOOKTIME_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "policy/clock.h"
@@ -61,8 +62,11 @@ void cg_hooktime_replays(uint64_t *ns);
 	           cg_hooktime_forwarded(f0_); hr_; })                                           \
 	      : (call))
 
-/* A wait of the program began at t0 (cg_monotonic_ns) and ends now; every thread's so far. */
-void cg_hooktime_waited(uint64_t t0);
+/* A wait of the program began at t0 (cg_monotonic_ns) and ends now; `flushed`: it submitted
+ * work deferred before it (cg_tls.hooktime.submits moved), whose GPU time it then waited for
+ * from the start. Every thread's so far: all waits, and those that flushed. */
+void cg_hooktime_waited(uint64_t t0, bool flushed);
 void cg_hooktime_waits(uint64_t *ns, uint64_t *calls);
+void cg_hooktime_flushing_waits(uint64_t *ns, uint64_t *calls);
 
 #endif

@@ -200,6 +200,10 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	cg_hooktime_waits(&hook_ns, &hook_calls);
 	cg_json_double(j, "wait_call_us", (double)hook_ns / 1000.0);
 	cg_json_uint(j, "wait_call_count", hook_calls);
+	/* of which those that submitted work deferred before them */
+	cg_hooktime_flushing_waits(&hook_ns, &hook_calls);
+	cg_json_double(j, "wait_flush_us", (double)hook_ns / 1000.0);
+	cg_json_uint(j, "wait_flush_count", hook_calls);
 }
 
 /* The ops run eagerly by reason, the boundaries by kind, the calls by entry point: those cugraft

@@ -5,7 +5,8 @@
 # done. syncloop's 5 syncs an iteration each follow 3 to 7 kernels of 200 us launched 100 us
 # apart: eagerly the device has run most of them by the sync; deferred into graphs none had
 # started, so each wait takes longer by what the deferral exposed (about 100 us a kernel), while
-# the launch calls take far less. The waits are counted alike in both, every one timed.
+# the launch calls take far less. The waits are counted alike in both, every one timed, and
+# those that submitted deferred work apart.
 # usage: waits.sh CUGRAFT SRCDIR BUILDDIR
 set -u
 CG=$1 BUILD=$3
@@ -43,3 +44,15 @@ print(s["boundaries"].get("sync", 0) + s["boundaries"].get("host_copy", 0))' "$t
 awk -v e="$e_us" -v c="$c_us" 'BEGIN { exit !(e > 0 && c - e >= 150) }' ||
   { printf '%s\n%s\n' "$eager" "$report"; fail "a wait took $e_us us eagerly and $c_us us under cugraft: want it longer by 150 us or more"; }
 echo "a wait: $e_us us eagerly, $c_us us with the work deferred to it ($n waits)"
+# Some of them submitted the work deferred before them (what had not made a whole chunk by
+# then); recording only, none did.
+# "             27 of them submitted work deferred before them, 889.1 us each; the others ..."
+f=$(printf '%s\n' "$report" | sed -n 's/^ *\([0-9]*\) of them submitted work deferred before them.*/\1/p' | head -1)
+[ -n "$f" ] && [ "$f" -gt 0 ] && [ "$f" -lt "$n" ] ||
+  { printf '%s\n' "$report"; fail "waits that flushed deferred work: '$f' of $n"; }
+CUGRAFT_RECORD_ONLY=1 CUGRAFT_REPORT=$tmp/o.jsonl LD_PRELOAD=$LIB "$PROG" --iters 20 > /dev/null ||
+  fail "syncloop recording only exit $?"
+only=$("$CG" report "$tmp/o.jsonl") || fail "report exit $?"
+printf '%s\n' "$only" | grep -q "^ *0 of them submitted work deferred before them$" ||
+  { printf '%s\n' "$only"; fail "recording only, a wait flushed deferred work"; }
+echo "$f of the $n waits submitted work deferred before them; recording only, none"
