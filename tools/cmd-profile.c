@@ -24,7 +24,7 @@ struct cg_profile {
 	double gpu_busy_us;       /* < 0: unavailable, for the reason in `why` */
 	double gpu_idle_in_launch_us;  /* < 0: unknown */
 	double idle_untraced_us;  /* the same without what tracing added to launch calls (< 0: unknown) */
-	double probe_untraced_us, probe_traced_us;  /* an empty kernel's launch call (< 0: unknown) */
+	double call_untraced_us, call_traced_us;  /* a launch call of the program (< 0: unknown) */
 	char tracing_why[160];    /* why they are unknown */
 	double busy_bound, launch_gap_bound;  /* < 0: none (shim/observers/floor.c computes them) */
 	double launch_gap_traced; /* the launch-gap bound with tracing's cost in (< 0: none) */
@@ -55,8 +55,8 @@ static void cg_profile_read(struct cg_profile *p, const struct jv *summary)
 	p->gpu_busy_us = jv_num(jv_get(o, "gpu_busy_us"), -1);
 	p->gpu_idle_in_launch_us = jv_num(jv_get(o, "gpu_idle_in_launch_us"), -1);
 	p->idle_untraced_us = jv_num(jv_get(o, "gpu_idle_in_launch_untraced_us"), -1);
-	p->probe_untraced_us = jv_num(jv_get(o, "probe_launch_untraced_us"), -1);
-	p->probe_traced_us = jv_num(jv_get(o, "probe_launch_traced_us"), -1);
+	p->call_untraced_us = jv_num(jv_get(o, "launch_untraced_us"), -1);
+	p->call_traced_us = jv_num(jv_get(o, "launch_traced_us"), -1);
 	const char *tw = jv_str(jv_get(o, "tracing_unmeasured"));
 	snprintf(p->tracing_why, sizeof p->tracing_why, "%s", tw ? tw : "not in the report");
 	p->busy_bound = jv_num(jv_get(o, "busy_bound"), -1);
@@ -156,10 +156,10 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 	bool untraced = p->idle_untraced_us >= 0;
 	if (untraced) {
 		printf("  tracing                    CUPTI's kernel records added %.2f us to each launch "
-		       "call (an empty kernel's took %.2f us, %.2f traced); without it, GPU idle in "
-		       "launch calls %s %s\n", p->probe_traced_us - p->probe_untraced_us,
-		       p->probe_untraced_us, p->probe_traced_us,
-		       cg_time(a, sizeof a, p->idle_untraced_us / per), unit);
+		       "call (%.2f us untraced, %.2f traced: medians of the program's, early in the "
+		       "run); without it, GPU idle in launch calls %s %s\n",
+		       p->call_traced_us - p->call_untraced_us, p->call_untraced_us,
+		       p->call_traced_us, cg_time(a, sizeof a, p->idle_untraced_us / per), unit);
 		if (p->launch_gap_traced > 0)
 			snprintf(gap + strlen(gap), sizeof gap - strlen(gap), " (as traced: %.2fx)",
 			         p->launch_gap_traced);

@@ -13,7 +13,6 @@
 #include "shim/base/log.h"
 #include "shim/backend/nvtx.h"
 #include "shim/base/options.h"
-#include "shim/backend/probe.h"
 #include "shim/backend/ptds.h"
 #include "shim/base/shim.h"
 #include "shim/base/sig.h"
@@ -404,11 +403,9 @@ static CUresult launch_forwarded(struct launch *l, enum launch_route route, CUre
 }
 
 /* The end of every launch wrapper: the program's call as made (`call`) on the route its launch
- * takes; timed in profile mode, unless hands off, after the probe where it is due (probe.h). `t0`: the wrapper's start where its time is
+ * takes; timed in profile mode, unless hands off. `t0`: the wrapper's start where its time is
  * sampled (hooktime.h; a call cugraft keeps its hands off is not), and then its forward too. */
 #define LAUNCH_FORWARD(l, call, t0)                                                             \
-	if (atomic_load_explicit(&cg_floor_probe_due, memory_order_relaxed))                    \
-		cg_probe_tracing();                                                             \
 	enum launch_route route_ = launch_route_or_lock(l);                                     \
 	CUresult r_ = route_ == LAUNCH_TAKEN ? CUDA_SUCCESS                                     \
 	            : launch_forwarded(l, route_, CG_FORWARDED(route_ == LAUNCH_HANDS_OFF ? (call) : \

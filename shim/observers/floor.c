@@ -16,7 +16,6 @@
 #include "shim/base/shim.h"
 
 atomic_bool cg_floor_timing;
-atomic_bool cg_floor_probe_due;
 
 /* The last 1M events (16 MiB): a step of 600 launches and boundaries shows its period 1,700
  * times over; the window lies in the latest steps anyway. A step longer than MAX_PERIOD events
@@ -56,15 +55,26 @@ static int64_t clock_offset;  /* the activity clock less the monotonic one, when
 static bool activity;
 static const char *activity_why;
 
-/* What CUPTI's activity tracing adds to a launch call, from the probe's medians (floor.h);
- * until it is known, why not. Its kernels were not recorded while it timed them untraced: the
- * window opens after it ended. Under lock. */
+/* What CUPTI's activity tracing adds to the program's launch calls. Recording kernels makes
+ * each launch call longer (by 2.2-2.5 us, half the call, in a PyTorch decoding loop on an H100;
+ * by 0.3 us for an empty kernel of no parameters, so it is measured on the program's own
+ * calls), and where the GPU waited on a launch call it waited that much longer. Three blocks of
+ * BLOCK consecutive launch calls from call TRACING_FROM on are timed, the middle one with kernel
+ * records paused: traced, untraced, traced (drift cancels; in a loop whose step is shorter than
+ * a block, each holds the same mix of kernels). The window opens after the third block, once
+ * the kernels launched unrecorded have run. A run of fewer launch calls leaves it unknown. */
+enum { TRACING_FROM = 2048, BLOCK = 256 };
+static uint32_t block_ns[3][BLOCK];  /* each written once, by the call of its index */
+static atomic_bool gave_up;          /* CUPTI would not pause or resume */
+
+/* The medians of the blocks: untraced, traced; until they are known, why not; `end`: when the
+ * records were last resumed, UINT64_MAX while they are paused. Under lock. */
 struct tracing {
 	bool known;
 	uint64_t untraced_ns, traced_ns, end;
 	const char *why;
 };
-static struct tracing tracing = { .why = "not measured (the program launched nothing)" };
+static struct tracing tracing = { .why = "not measured: the run made too few launch calls" };
 
 static uint64_t tracing_added(const struct tracing *t)
 {
@@ -97,12 +107,63 @@ static void snapshot(uint64_t calls)
 	pthread_mutex_unlock(&lock);
 }
 
+static int by_value(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint32_t *v)
+{
+	qsort(v, BLOCK, sizeof(*v), by_value);
+	return v[BLOCK / 2];
+}
+
+/* After block b's last call: pause the records, resume them, or take the medians (the traced
+ * figure from half of each traced block, alternately). */
+static void block_done(uint64_t b)
+{
+	uint32_t traced[BLOCK];
+	bool ok = b == 0 ? cg_activity_pause() : b == 1 ? cg_activity_resume() : true;
+	for (int k = 0; b == 2 && k < BLOCK; k++)
+		traced[k] = block_ns[k % 2 ? 2 : 0][k];
+	pthread_mutex_lock(&lock);
+	if (!ok) {
+		atomic_store(&gave_up, true);
+		tracing.why = b == 0 ? "CUPTI cannot pause its kernel records" :
+		                       "CUPTI did not resume its kernel records";
+	}
+	tracing.end = b == 0 && ok ? UINT64_MAX : now();
+	if (b == 2) {
+		tracing.known = true;
+		tracing.why = NULL;
+		tracing.untraced_ns = median(block_ns[1]);
+		tracing.traced_ns = median(traced);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* The launch call of index i (from 0) took ns: kept where it falls in a block. (Another
+ * thread's call of a block may still be in flight when its last one ends: it lands in its
+ * slot, timed as it ran.) */
+static void time_tracing(uint64_t i, uint64_t ns)
+{
+	if (i < TRACING_FROM || i >= TRACING_FROM + 3 * BLOCK || !activity ||
+	    atomic_load_explicit(&gave_up, memory_order_relaxed))
+		return;
+	uint64_t k = i - TRACING_FROM;
+	block_ns[k / BLOCK][k % BLOCK] = ns < UINT32_MAX ? (uint32_t)ns : UINT32_MAX;
+	if (k % BLOCK == BLOCK - 1)
+		block_done(k / BLOCK);
+}
+
 void cg_floor_launch(uint64_t t0, uint64_t key)
 {
 	uint64_t ns = cg_monotonic_ns() - t0;
 	record(EV_LAUNCH, cg_fmix64(key), t0 + (uint64_t)clock_offset, ns);
 	atomic_fetch_add_explicit(&launch_ns, ns, memory_order_relaxed);
 	uint64_t calls = atomic_fetch_add_explicit(&launch_calls, 1, memory_order_relaxed) + 1;
+	time_tracing(calls - 1, ns);
 	if (calls % SNAP_EVERY == 0 && snaps)
 		snapshot(calls);
 }
@@ -169,23 +230,10 @@ void cg_floor_start(void)
 	if (!activity)
 		cg_log(CG_LOG_INFO, "CUGRAFT_PROFILE: no GPU busy time: %s", activity_why);
 	started = now();
-	if (activity)
-		atomic_store(&cg_floor_probe_due, true);
-	else
+	if (!activity)
 		tracing.why = "no activity tracing";
 	atomic_store_explicit(&cg_floor_timing, true, memory_order_release);  /* ring, now */
 	atomic_fetch_or(&cg_unsettled, CG_UNSETTLED_PROFILE);  /* every boundary is an event */
-}
-
-void cg_floor_tracing(uint64_t untraced_ns, uint64_t traced_ns, const char *why)
-{
-	pthread_mutex_lock(&lock);
-	tracing.known = why == NULL;
-	tracing.untraced_ns = untraced_ns;
-	tracing.traced_ns = traced_ns;
-	tracing.why = why;
-	tracing.end = now();
-	pthread_mutex_unlock(&lock);
 }
 
 void cg_floor_token(enum cg_reason why)
@@ -427,16 +475,16 @@ static void gpu_json(struct cg_json *j, const struct window *w, const struct seq
 	}
 }
 
-/* What tracing cost a launch call, as the probe measured it (floor.h), or why it is unknown. */
+/* What tracing cost a launch call, as the blocks measured it, or why it is unknown. */
 static void tracing_json(struct cg_json *j, const struct tracing *t)
 {
 	if (t->known) {
-		cg_json_double(j, "probe_launch_untraced_us", (double)t->untraced_ns / 1e3);
-		cg_json_double(j, "probe_launch_traced_us", (double)t->traced_ns / 1e3);
+		cg_json_double(j, "launch_untraced_us", (double)t->untraced_ns / 1e3);
+		cg_json_double(j, "launch_traced_us", (double)t->traced_ns / 1e3);
 		cg_json_null(j, "tracing_unmeasured");
 	} else {
-		cg_json_null(j, "probe_launch_untraced_us");
-		cg_json_null(j, "probe_launch_traced_us");
+		cg_json_null(j, "launch_untraced_us");
+		cg_json_null(j, "launch_traced_us");
 		cg_json_str(j, "tracing_unmeasured", t->why);
 	}
 }
@@ -485,6 +533,12 @@ void cg_floor_json(struct cg_json *j)
 	pthread_mutex_lock(&lock);
 	struct tracing t = tracing;
 	pthread_mutex_unlock(&lock);
+	if (activity && (t.end == UINT64_MAX || !cg_activity_running())) {
+		activity = false;  /* the records after the pause are missing */
+		activity_why = t.end == UINT64_MAX ?
+		               "the run ended while kernel records were paused to time launch calls" :
+		               "CUPTI did not resume its kernel records";
+	}
 	uint64_t complete_from = st.complete_from > t.end ? st.complete_from : t.end;
 	find_window(&w, &s, complete_from);
 	pthread_mutex_lock(&lock);

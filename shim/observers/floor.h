@@ -22,7 +22,9 @@ struct cg_json;
 extern atomic_bool cg_floor_timing;
 
 /* A launch call of the program took the driver from t0 until now; `key` names what it
- * launched (the kernel's handle, a memop's signature hash), the same on every iteration. */
+ * launched (the kernel's handle, a memop's signature hash), the same on every iteration. A
+ * few of them, early in the run, are timed with CUPTI's kernel records paused: what tracing
+ * adds to a launch call is left out of the bounds. */
 void cg_floor_launch(uint64_t t0, uint64_t key);
 
 /* The real driver call of a program launch, timed only when profiling: off, it costs a
@@ -39,14 +41,6 @@ void cg_floor_graph(CUgraphExec exec, uint32_t launches);
 /* The program launches exec: in profile mode an event weighing its nodes, so that a step
  * replayed from a graph weighs what it runs. */
 void cg_floor_graph_launch(CUgraphExec exec);
-
-/* Set at start-up where activity tracing runs: the probe (backend/probe.h) is due at the
- * program's next launch call. */
-extern atomic_bool cg_floor_probe_due;
-/* What the probe measured: its empty kernel's launch call took untraced_ns with kernel records
- * off, traced_ns with them on (medians); or why it could not tell (why != NULL). The window
- * opens after it, and the bounds are computed without what tracing added. */
-void cg_floor_tracing(uint64_t untraced_ns, uint64_t traced_ns, const char *why);
 
 /* At start-up, when CUGRAFT_PROFILE is on: CUPTI activity (where it loads) and timing. */
 void cg_floor_start(void);

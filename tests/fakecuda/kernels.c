@@ -42,12 +42,6 @@ static void k_step_mix(void *const *args)
 
 /* Atomic: a host thread may spin on this host-mapped flag with no sync at all (lifecycle --mode
  * spin), as on a GPU's write to mapped memory. */
-/* The empty kernel of profile mode's probe (shim/backend/probe.c). */
-static void k_empty(void *const *args)
-{
-  (void)args;
-}
-
 static void k_set_flag(void *const *args)
 {
   __atomic_store_n(ARG(int *, 0), ARG(int, 1), __ATOMIC_RELEASE);
@@ -127,7 +121,6 @@ static struct cg_kernel_def defs[] = {
   K("cg_big_arg", k_big_arg, 2, sizeof(struct big_arg), 8),
   K("cg_grid_sum", k_grid_sum, 2, 8, 8),
   K("mb_axb", k_mb_axb, 4, 8, 4, 4, 4),
-  K("cugraft_probe", k_empty, 0, 0),
 };
 #undef K
 #define NDEFS (sizeof defs / sizeof defs[0])
