@@ -64,7 +64,7 @@ static const char *activity_why;
  * a block, each holds the same mix of kernels). The window opens after the third block, once
  * the kernels launched unrecorded have run. A run of fewer launch calls leaves it unknown. */
 enum { TRACING_FROM = 2048, BLOCK = 256 };
-static uint32_t block_ns[3][BLOCK];  /* each written once, by the call of its index */
+static _Atomic uint32_t block_ns[3][BLOCK];  /* each slot written once, by its call */
 static atomic_bool gave_up;          /* CUPTI would not pause or resume */
 
 /* The medians of the blocks: untraced, traced; until they are known, why not; `end`: when the
@@ -113,20 +113,22 @@ static int by_value(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static uint64_t median(uint32_t *v)
+/* The median of BLOCK calls' times: of block `a`'s where a == b, else of half of each,
+ * alternately. */
+static uint64_t median(int a, int b)
 {
+	uint32_t v[BLOCK];
+	for (int k = 0; k < BLOCK; k++)
+		v[k] = atomic_load_explicit(&block_ns[k % 2 ? b : a][k], memory_order_relaxed);
 	qsort(v, BLOCK, sizeof(*v), by_value);
 	return v[BLOCK / 2];
 }
 
-/* After block b's last call: pause the records, resume them, or take the medians (the traced
- * figure from half of each traced block, alternately). */
+/* After block b's last call: pause the records, resume them, or take the medians (untraced:
+ * the middle block's; traced: the other two's). */
 static void block_done(uint64_t b)
 {
-	uint32_t traced[BLOCK];
 	bool ok = b == 0 ? cg_activity_pause() : b == 1 ? cg_activity_resume() : true;
-	for (int k = 0; b == 2 && k < BLOCK; k++)
-		traced[k] = block_ns[k % 2 ? 2 : 0][k];
 	pthread_mutex_lock(&lock);
 	if (!ok) {
 		atomic_store(&gave_up, true);
@@ -137,8 +139,8 @@ static void block_done(uint64_t b)
 	if (b == 2) {
 		tracing.known = true;
 		tracing.why = NULL;
-		tracing.untraced_ns = median(block_ns[1]);
-		tracing.traced_ns = median(traced);
+		tracing.untraced_ns = median(1, 1);
+		tracing.traced_ns = median(0, 2);
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -152,7 +154,8 @@ static void time_tracing(uint64_t i, uint64_t ns)
 	    atomic_load_explicit(&gave_up, memory_order_relaxed))
 		return;
 	uint64_t k = i - TRACING_FROM;
-	block_ns[k / BLOCK][k % BLOCK] = ns < UINT32_MAX ? (uint32_t)ns : UINT32_MAX;
+	atomic_store_explicit(&block_ns[k / BLOCK][k % BLOCK], ns < UINT32_MAX ? (uint32_t)ns :
+	                      UINT32_MAX, memory_order_relaxed);
 	if (k % BLOCK == BLOCK - 1)
 		block_done(k / BLOCK);
 }

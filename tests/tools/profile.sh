@@ -131,28 +131,30 @@ if [ -f "$BUILD/tests/fakecupti/libcupti.so.13" ]; then
   # Too short a run to time launch calls untraced (under 2,816 of them) says so.
   expect "$out" "each launch call is unknown (not measured: the run made too few launch calls): the figures and bounds include it"
 
-  # The same step, long enough, where recording kernels adds 40 us to each launch call (2.2-2.5
-  # us in a PyTorch decoding loop on an H100): the blocks of launch calls timed with records
-  # paused measure it, and the GPU's idle time inside launch calls without it comes back to
-  # that of the run where tracing adds nothing, where the traced figure is three times that.
+  # The same step, long enough, where recording kernels adds nothing, then 40 us to each launch
+  # call (2.2-2.5 us in a PyTorch decoding loop on an H100): the blocks of launch calls timed
+  # with records paused measure it (nothing, then 40 us), and the GPU's idle time inside launch
+  # calls without it is less by that much on each of an iteration's 25 calls, through all of
+  # which the GPU waits. (A loaded machine stretches the two runs' spins unequally: each run is
+  # checked against itself, not against the other.)
+  added() { printf '%s\n' "$out" | sed -n 's/.*records added \([0-9.]*\) us to each launch call.*/\1/p'; }
   out=$(LD_LIBRARY_PATH=$BUILD/tests/fakecupti:$LD_LIBRARY_PATH FAKECUDA_SPIN_NS=20000 \
         FAKECUDA_GPU_NS=1000 "$CG" profile -- "$PROG" --iters 150) || fail "exit $?"
-  plain=$(figure "GPU idle in launch calls")
+  plain=$(figure "GPU idle in launch calls") none=$(added)
   out=$(LD_LIBRARY_PATH=$BUILD/tests/fakecupti:$LD_LIBRARY_PATH FAKECUDA_SPIN_NS=20000 \
         FAKECUPTI_LAUNCH_NS=40000 FAKECUDA_GPU_NS=1000 "$CG" profile -- "$PROG" --iters 150) ||
     fail "exit $?"
-  g=$(figure "GPU idle in launch calls") gap=$(bound "launch-gap bound")
-  added=$(printf '%s\n' "$out" | sed -n 's/.*records added \([0-9.]*\) us to each launch call.*/\1/p')
+  g=$(figure "GPU idle in launch calls") gap=$(bound "launch-gap bound") d=$(added)
   without=$(printf '%s\n' "$out" | sed -n 's/.*without it, GPU idle in launch calls \([0-9.]*\) \(u\|m\)s.*/\1 \2/p' |
             awk '{ print $2 == "m" ? $1 * 1000 : $1 }')
   traced=$(printf '%s\n' "$out" | sed -n 's/.*(as traced: \([0-9.]*\)x).*/\1/p')
-  [ -n "$plain" ] && [ -n "$g" ] && [ -n "$added" ] && [ -n "$without" ] && [ -n "$gap" ] &&
-    [ -n "$traced" ] || { printf '%s\n' "$out"; fail "figures missing"; }
-  awk -v p="$plain" -v g="$g" -v d="$added" -v u="$without" -v gap="$gap" -v t="$traced" 'BEGIN {
-    exit !(d >= 30 && d <= 60 && g > 2 * p && u < 1.3 * p && u > 0.7 * p && gap < t) }' ||
-    { printf '%s\n' "$out"; fail "tracing added $added us a call: idle $g us traced, $without without (untraced run: $plain); bounds $gap and $traced as traced"; }
+  [ -n "$plain" ] && [ -n "$none" ] && [ -n "$g" ] && [ -n "$d" ] && [ -n "$without" ] &&
+    [ -n "$gap" ] && [ -n "$traced" ] || { printf '%s\n' "$out"; fail "figures missing"; }
+  awk -v p="$plain" -v z="$none" -v g="$g" -v d="$d" -v u="$without" -v gap="$gap" -v t="$traced" 'BEGIN {
+    exit !(z < 5 && d >= 30 && d <= 60 && u > 0 && g - u >= 0.8 * 25 * d && gap < t) }' ||
+    { printf '%s\n' "$out"; fail "tracing added $none us, then $d us a call: idle $g us traced, $without without (untraced run: $plain); bounds $gap and $traced as traced"; }
   expect "$out" "both without tracing's cost"
-  echo "tracing's cost: $added us a call; GPU idle in launch calls $g us traced, $without us without it (untraced: $plain us); launch-gap bound ${gap}x (${traced}x as traced)"
+  echo "tracing's cost: $none us a call, then $d; GPU idle in launch calls $g us traced, $without us without it (untraced run: $plain us); launch-gap bound ${gap}x (${traced}x as traced)"
 fi
 
 out=$("$CG" profile -- sh -c 'exit 3'); rc=$?
