@@ -156,8 +156,9 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 	bool untraced = p->idle_untraced_us >= 0;
 	if (untraced) {
 		printf("  tracing                    CUPTI's kernel records added %.2f us to each launch "
-		       "call (%.2f us untraced, %.2f traced: medians of the program's, early in the "
-		       "run); without it, GPU idle in launch calls %s %s\n",
+		       "call (%.2f us paused, %.2f on: medians of the program's, early in the run); "
+		       "without them, GPU idle in launch calls %s %s (CUPTI attached costs more: "
+		       "left in)\n",
 		       p->call_traced_us - p->call_untraced_us, p->call_untraced_us,
 		       p->call_traced_us, cg_time(a, sizeof a, p->idle_untraced_us / per), unit);
 		if (p->launch_gap_traced > 0)
@@ -169,7 +170,7 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 	}
 	printf("  the floor                  busy bound %s%s · launch-gap bound %s%s\n", bound,
 	       p->busy_bound <= 0 ? "" : p->bound_by_gpu ? " (GPU-bound)" : " (host-bound)", gap,
-	       untraced ? ", both without tracing's cost" : "");
+	       untraced ? ", both without the kernel records' cost" : "");
 }
 
 /* The program's waits (syncs, copies to or from the host) per `per`, and what one took over

@@ -55,14 +55,17 @@ static int64_t clock_offset;  /* the activity clock less the monotonic one, when
 static bool activity;
 static const char *activity_why;
 
-/* What CUPTI's activity tracing adds to the program's launch calls. Recording kernels makes
- * each launch call longer (by 2.2-2.5 us, half the call, in a PyTorch decoding loop on an H100;
- * by 0.3 us for an empty kernel of no parameters, so it is measured on the program's own
- * calls), and where the GPU waited on a launch call it waited that much longer. Three blocks of
- * BLOCK consecutive launch calls from call TRACING_FROM on are timed, the middle one with kernel
- * records paused: traced, untraced, traced (drift cancels; in a loop whose step is shorter than
- * a block, each holds the same mix of kernels). The window opens after the third block, once
- * the kernels launched unrecorded have run. A run of fewer launch calls leaves it unknown. */
+/* What CUPTI's kernel records add to the program's launch calls. Tracing makes each launch call
+ * longer (by 2.2-2.5 us, half the call, in a PyTorch decoding loop on an H100, against the run
+ * without CUPTI), and where the GPU waited on a launch call it waited that much longer. The
+ * part that pausing the kernel records takes away is measured here, on the program's own calls
+ * (an empty kernel's says a tenth of theirs): three blocks of BLOCK consecutive launch calls
+ * from call TRACING_FROM on, the middle one with kernel records paused: on, paused, on (drift
+ * cancels; in a loop whose step is shorter than a block, each holds the same mix of kernels).
+ * On the H100 that part is 0.5-0.65 us a call: CUPTI stays attached while paused, and the rest
+ * of its cost stays in the figures, so the bounds stay bounds, looser by it. The window opens
+ * after the third block, once the kernels launched unrecorded have run. A run of fewer launch
+ * calls leaves it unknown. */
 enum { TRACING_FROM = 2048, BLOCK = 256 };
 static _Atomic uint32_t block_ns[3][BLOCK];  /* each slot written once, by its call */
 static atomic_bool gave_up;          /* CUPTI would not pause or resume */

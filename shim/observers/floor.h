@@ -23,8 +23,8 @@ extern atomic_bool cg_floor_timing;
 
 /* A launch call of the program took the driver from t0 until now; `key` names what it
  * launched (the kernel's handle, a memop's signature hash), the same on every iteration. A
- * few of them, early in the run, are timed with CUPTI's kernel records paused: what tracing
- * adds to a launch call is left out of the bounds. */
+ * few of them, early in the run, are timed with CUPTI's kernel records paused: what the
+ * records add to a launch call is left out of the bounds. */
 void cg_floor_launch(uint64_t t0, uint64_t key);
 
 /* The real driver call of a program launch, timed only when profiling: off, it costs a

@@ -145,7 +145,7 @@ if [ -f "$BUILD/tests/fakecupti/libcupti.so.13" ]; then
         FAKECUPTI_LAUNCH_NS=40000 FAKECUDA_GPU_NS=1000 "$CG" profile -- "$PROG" --iters 150) ||
     fail "exit $?"
   g=$(figure "GPU idle in launch calls") gap=$(bound "launch-gap bound") d=$(added)
-  without=$(printf '%s\n' "$out" | sed -n 's/.*without it, GPU idle in launch calls \([0-9.]*\) \(u\|m\)s.*/\1 \2/p' |
+  without=$(printf '%s\n' "$out" | sed -n 's/.*without them, GPU idle in launch calls \([0-9.]*\) \(u\|m\)s.*/\1 \2/p' |
             awk '{ print $2 == "m" ? $1 * 1000 : $1 }')
   traced=$(printf '%s\n' "$out" | sed -n 's/.*(as traced: \([0-9.]*\)x).*/\1/p')
   [ -n "$plain" ] && [ -n "$none" ] && [ -n "$g" ] && [ -n "$d" ] && [ -n "$without" ] &&
@@ -153,7 +153,7 @@ if [ -f "$BUILD/tests/fakecupti/libcupti.so.13" ]; then
   awk -v p="$plain" -v z="$none" -v g="$g" -v d="$d" -v u="$without" -v gap="$gap" -v t="$traced" 'BEGIN {
     exit !(z < 5 && d >= 30 && d <= 60 && u > 0 && g - u >= 0.8 * 25 * d && gap < t) }' ||
     { printf '%s\n' "$out"; fail "tracing added $none us, then $d us a call: idle $g us traced, $without without (untraced run: $plain); bounds $gap and $traced as traced"; }
-  expect "$out" "both without tracing's cost"
+  expect "$out" "both without the kernel records' cost"
   echo "tracing's cost: $none us a call, then $d; GPU idle in launch calls $g us traced, $without us without it (untraced run: $plain us); launch-gap bound ${gap}x (${traced}x as traced)"
 fi
 
