@@ -150,7 +150,7 @@ bool cg_activity_start(cg_clock_fn ours, cg_clock_fn *clock, const char **why)
 	return true;
 }
 
-/* Kernel records only: the probe (backend/probe.c) launches kernels and nothing else. */
+/* Kernel records only: their cost to a launch call is what floor.c times with them paused. */
 bool cg_activity_pause(void)
 {
 	if (!running || !api.disable)

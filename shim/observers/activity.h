@@ -16,8 +16,8 @@ typedef uint64_t (*cg_clock_fn)(void);
  * clock the records' times are in (ours, or CUPTI's own if it refused). false: unavailable,
  * *why says why. */
 bool cg_activity_start(cg_clock_fn ours, cg_clock_fn *clock, const char **why);
-/* Stops and restarts the kernel records, so that launch calls can be timed untraced
- * (backend/probe.h): the kernels launched in between are not recorded. false: it cannot pause;
+/* Stops and restarts the kernel records, so that launch calls can be timed without them
+ * (floor.c): the kernels launched in between are not recorded. false: it cannot pause;
  * or, resuming, CUPTI refused, and activity is off for good (cg_activity_running). */
 bool cg_activity_pause(void);
 bool cg_activity_resume(void);
