@@ -161,12 +161,17 @@ def per_call(costs, us, calls):
 
 
 def eager_call(settings, it):
-    """What an eager launch call takes the driver (us): the median over the row's cugraft runs of
-    the forwards' time per call (the driver's time in the calls cugraft ran eagerly, with no
-    profiler attached); else the `cugraft profile` run's launch calls per launch, whose activity
-    tracing slows every launch; None without either."""
-    costs = [v[4] for s, rounds in settings.items() if s != "eager" for v in rounds.values() if v[4]]
-    fwd = per_call(costs, 8, 9)
+    """What an eager launch call takes the driver (us): the median over the row's
+    CUGRAFT_RECORD_ONLY=1 runs of the forwards' time per call (every call forwarded, with no
+    profiler attached); without such runs, over its cugraft runs (the calls they ran eagerly,
+    a sample of the ops cugraft did not defer); else the `cugraft profile` run's launch calls per
+    launch, whose activity tracing slows every launch; None without any."""
+    def forwards(pick):
+        return per_call([v[4] for s, rounds in settings.items() if pick(s)
+                         for v in rounds.values() if v[4]], 8, 9)
+    fwd = forwards(lambda s: "CUGRAFT_RECORD_ONLY=1" in s.split())
+    if fwd is None:
+        fwd = forwards(lambda s: s != "eager")
     if fwd is not None:
         return fwd
     return it[2] / it[1] if it and it[1] > 0 and it[0] > 0 else None
@@ -327,8 +332,9 @@ def main():
                   "`graph_launch_us`, `patch_us`, `graph_build_us` over `ops_replayed`): launching",
                   "the graphs, patching the nodes whose arguments changed, building the graphs, and",
                   "their sum. *eager launch call*: what the driver takes for a launch call, the",
-                  "median over the row's cugraft runs of the calls they forwarded",
-                  "(`launch_forward_us` over `launch_forward_count`; where no run has them, the",
+                  "median over the row's `CUGRAFT_RECORD_ONLY=1` runs of the calls they forwarded,",
+                  "every one (`launch_forward_us` over `launch_forward_count`; without such runs,",
+                  "over its cugraft runs, the ops they ran eagerly; where no run has them, the",
                   "row's `cugraft profile` run, whose activity tracing slows every launch). *saved*: the difference, per op",
                   "replayed; *of the wall*: that times the launches per iteration and the median",
                   "replayed share, over the eager wall time per iteration (an estimate: it leaves",

@@ -52,16 +52,17 @@ grep '^| syn | default |' "$md" | awk -F' [|] ' '{ exit !($7 == "1.200x") }' ||
 [ "$(grep -c '^| mb-200 | ' "$md")" -eq 12 ] || fail "want 2 table rows, 2 replay cost rows, 2 wait cost rows and 6 runs"
 # What the replays cost: each cugraft run's CSV line carries its summary's ops replayed and the
 # host time of its graph launches, patches and builds; the section sets their medians per op
-# replayed beside the eager launch call: what the driver took in the calls the row's cugraft
-# runs forwarded (the median over the four runs of launch_forward_us / launch_forward_count),
-# not the per-iteration line's 1000 us / 200 launches. Each figure shown is rounded to 0.01:
+# replayed beside the eager launch call: what the driver took in the calls the row's
+# CUGRAFT_RECORD_ONLY=1 runs forwarded, every one (the median over those two runs of
+# launch_forward_us / launch_forward_count), not the default runs' (the ops they ran eagerly)
+# nor the per-iteration line's 1000 us / 200 launches. Each figure shown is rounded to 0.01:
 # sums of three may differ by up to 0.03, of two by up to 0.02.
 awk -F, '$1 == "mb-200" && $2 == "default" && !($8 > 0 && $9 > 0 && $11 > 0 && $12 > 0 && $13 > 0) { bad = 1 } END { exit bad }' "$tmp/runs.csv" ||
   fail "a cugraft run without its replay costs: $(cat "$tmp/runs.csv")"
 grep -qF "## What the replays cost the host" "$md" || fail "no replay cost section"
 cost=$(sed -n '/^## What the replays cost/,/^## Every run/p' "$md" | grep '^| mb-200 | default | ')
-fwd=$(awk -F, '$1 == "mb-200" && $2 != "eager" { print $16 / $17 }' "$tmp/runs.csv" | sort -g |
-  awk '{ v[NR] = $1 } END { printf "%.2f", NR == 4 ? (v[2] + v[3]) / 2 : -1 }')
+fwd=$(awk -F, '$1 == "mb-200" && $2 == "CUGRAFT_RECORD_ONLY=1" { print $16 / $17 }' "$tmp/runs.csv" | sort -g |
+  awk '{ v[NR] = $1 } END { printf "%.2f", NR == 2 ? (v[1] + v[2]) / 2 : -1 }')
 printf '%s\n' "$cost" | awk -F' [|] ' -v f="$fwd" '{
   l = $4; p = $5; b = $6; r = $7; e = $8; s = $9; c = $11; cs = $12
   exit !(e == f && e != "5.00" && (l + p + b - r) ^ 2 <= 0.0009 && (e - r - s) ^ 2 <= 0.0009 &&
