@@ -233,11 +233,11 @@ void cg_floor_start(void)
 	now = clock;
 	if (now != mono)  /* launch calls are timed on the monotonic clock: moved onto CUPTI's */
 		clock_offset = (int64_t)(now() - mono());
-	if (!activity)
+	if (!activity) {
 		cg_log(CG_LOG_INFO, "CUGRAFT_PROFILE: no GPU busy time: %s", activity_why);
+		tracing.why = activity_why;
+	}
 	started = now();
-	if (!activity)
-		tracing.why = "no activity tracing";
 	atomic_store_explicit(&cg_floor_timing, true, memory_order_release);  /* ring, now */
 	atomic_fetch_or(&cg_unsettled, CG_UNSETTLED_PROFILE);  /* every boundary is an event */
 }
