@@ -298,6 +298,15 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 		printf("\n");
 		label = "             ";
 	}
+	/* the deferred ops that ran eagerly after all: what deferring them bought nothing for */
+	double flush_ops = cg_merged_total(m, "flush_ops", 0);
+	double flush_us = cg_merged_total(m, "flush_us", -1);
+	if (flush_ops > 0 && flush_us >= 0) {
+		printf("%s%.0f deferred ops ran eagerly after all (divergences, flushes, cost samples): "
+		       "%.1f ms in the driver, %.2f us each\n", label, flush_ops, flush_us / 1000.0,
+		       flush_us / flush_ops);
+		label = "             ";
+	}
 	double calls = cg_merged_total(m, "launch_call_count", 0);
 	double in_calls = cg_merged_total(m, "launch_call_us", -1);
 	if (calls > 0 && in_calls >= 0) {
@@ -305,17 +314,24 @@ static void cg_print_replay_cost(const struct cg_merged *m)
 		       label, in_calls / 1000.0, in_calls / calls);
 		label = "             ";
 	}
-	/* the driver's share: the forwards of the calls cugraft ran eagerly; the rest, less what
-	 * the replays took in them, is cugraft's own work */
+	/* the driver's share: the forwards of the calls cugraft ran eagerly, and the deferred ops
+	 * they submitted eagerly (a divergence, a cost sample); the rest, less what the replays
+	 * took in them, is cugraft's own work */
 	double forwards = cg_merged_total(m, "launch_forward_count", 0);
 	double in_forwards = cg_merged_total(m, "launch_forward_us", -1);
 	double in_replays = cg_merged_total(m, "launch_replay_us", -1);
+	double in_flushes = cg_merged_total(m, "launch_flush_us", 0);  /* (older files: in "own") */
+	double flushed = cg_merged_total(m, "launch_flush_ops", 0);
 	if (in_replays < 0 && !(launches > 0))  /* a file before launch_replay_us: none replayed */
 		in_replays = 0;
 	if (calls > 0 && in_calls >= 0 && forwards > 0 && in_forwards >= 0) {
-		double own = in_replays >= 0 ? in_calls - in_forwards - in_replays : -1;
+		double own = in_replays >= 0 ? in_calls - in_forwards - in_replays - in_flushes : -1;
 		printf("             of it the driver took %.1f ms in the %.0f%% of them forwarded (%.2f us each)",
 		       in_forwards / 1000.0, 100.0 * forwards / calls, in_forwards / forwards);
+		if (flushed > 0)
+			printf(" and %.1f ms in %.0f deferred ops they submitted eagerly (%.2f us each, "
+			       "%.2f us a call)", in_flushes / 1000.0, flushed, in_flushes / flushed,
+			       in_flushes / calls);
 		if (own >= 0)
 			printf("; cugraft's own work about %.2f us a call", own / calls);
 		printf("\n");

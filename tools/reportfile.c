@@ -69,7 +69,9 @@ static const char *cg_number_key(const char *key)
 		"launches", "host_time_saved_us", "ops_in_program_captures", "escaped_launches",
 		"collectives_graphed", "graph_memory_peak_bytes", "graph_build_us", "patch_us",
 		"graph_launch_us", "launch_call_us", "launch_call_count", "launch_forward_us",
-		"launch_forward_count", "launch_replay_us", "wait_call_us", "wait_call_count",
+		"launch_forward_count", "launch_replay_us", "launch_flush_us", "launch_flush_ops",
+		"flush_us", "flush_ops",
+		"wait_call_us", "wait_call_count",
 		"wait_flush_us", "wait_flush_count",
 	};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)

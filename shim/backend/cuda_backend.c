@@ -37,8 +37,9 @@ struct chunk_graph {
 /* Device memory the instantiated graphs hold now, and at most (cg_backend_graph_memory). */
 static _Atomic uint64_t graph_mem, graph_mem_peak;
 /* Host time in the graph API (cg_backend_host_time): building graphs (capture and
- * instantiation, failed builds included), patching nodes, launching graphs. */
-static _Atomic uint64_t build_ns, patch_ns, launch_ns;
+ * instantiation, failed builds included), patching nodes, launching graphs; and in submitting
+ * deferred or held ops eagerly, and those ops. */
+static _Atomic uint64_t build_ns, patch_ns, launch_ns, flush_ns, flush_ops;
 
 static int fail(CUresult r, const char **detail)
 {
@@ -123,11 +124,18 @@ static int be_eager(void *be, void *stream, const struct cg_op *op, const char *
 {
 	struct cg_sstate *s = stream;
 	CUstream st;
+	uint64_t t0 = cg_monotonic_ns();
 	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : target(s, &st);
 	if (r == CUDA_SUCCESS)
 		r = submit(op, st);
 	cg_backend_leave(in);
+	/* every thread's, and this one's for a launch call being timed (hooktime.h) */
+	uint64_t ns = cg_monotonic_ns() - t0;
+	atomic_fetch_add(&flush_ns, ns);
+	atomic_fetch_add(&flush_ops, 1);
+	cg_tls.hooktime.flush_ns += ns;
+	cg_tls.hooktime.flush_ops++;
 	cg_tls.hooktime.submits++;
 	if (r != CUDA_SUCCESS)
 		deferred_failed(r);
@@ -172,7 +180,8 @@ static void replay_time(_Atomic uint64_t *sum, uint64_t t0)
 void cg_backend_host_time(struct cg_backend_host_time *out)
 {
 	*out = (struct cg_backend_host_time){ atomic_load(&build_ns), atomic_load(&patch_ns),
-	                                      atomic_load(&launch_ns) };
+	                                      atomic_load(&launch_ns), atomic_load(&flush_ns),
+	                                      atomic_load(&flush_ops) };
 }
 
 static void graph_free(struct chunk_graph *g)

@@ -20,9 +20,11 @@ void cg_backend_forget_stream(struct cg_sstate *s);
 void cg_backend_graph_memory(uint64_t *now, uint64_t *peak);
 /* Host time spent in the graph API so far (ns), every stream's: what learning a chunk cost the
  * program once it has a graph, and what its replays cost instead of the launch calls they
- * spare (patching the nodes whose arguments changed, launching the graphs). */
+ * spare (patching the nodes whose arguments changed, launching the graphs). And the deferred
+ * or held ops submitted eagerly after all (a divergence, a flush at a wait or a timeout, a
+ * cost-gate sample): their host time in the driver and how many. */
 struct cg_backend_host_time {
-	uint64_t build_ns, patch_ns, launch_ns;
+	uint64_t build_ns, patch_ns, launch_ns, flush_ns, flush_ops;
 };
 void cg_backend_host_time(struct cg_backend_host_time *out);
 

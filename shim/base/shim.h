@@ -69,9 +69,12 @@ struct cg_tls {
 	/* hooktime.c: launch wrapper calls until the next timed one, the calls the one being timed
 	 * stands for, and the state of the random distances; cuda_backend.c: this thread's host
 	 * time in the graph API so far (builds, patches, graph launches), and its value when the
-	 * timed call began; the deferred work it submitted so far (ops run eagerly, graph
-	 * launches), which a wait compares before and after. */
-	struct { uint32_t left, weight; uint64_t rng, replay_ns, replay_at, submits; } hooktime;
+	 * timed call began; the host time and ops of the deferred or held ops it submitted
+	 * eagerly so far (a divergence, a flush), and their values when the timed call began;
+	 * the deferred work it submitted so far (ops run eagerly, graph launches), which a wait
+	 * compares before and after. */
+	struct { uint32_t left, weight; uint64_t rng, replay_ns, replay_at, flush_ns, flush_at,
+	         flush_ops, flush_ops_at, submits; } hooktime;
 };
 extern _Thread_local struct cg_tls cg_tls __attribute__((tls_model("initial-exec")));
 /* This thread's number: never reused (pthread_t values are, so a thread started after another

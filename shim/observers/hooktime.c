@@ -10,9 +10,9 @@ struct tally {
 	_Atomic uint64_t ns, calls;
 };
 static struct tally launch_calls, forwards, waits, flushing_waits;
-/* The sampled launch calls' time in the graph API, weighted alike (their calls are
- * launch_calls'). */
-static _Atomic uint64_t replay_ns;
+/* The sampled launch calls' time in the graph API, and in the deferred ops they submitted
+ * eagerly, and those ops, weighted alike (their calls are launch_calls'). */
+static _Atomic uint64_t replay_ns, flush_ns, flush_ops;
 
 /* Adds ns, standing for `calls` calls. */
 static void tally_add(struct tally *t, uint64_t ns, uint64_t calls)
@@ -54,15 +54,24 @@ uint64_t cg_hooktime_start(void)
 	cg_tls.hooktime.left = d;
 	cg_tls.hooktime.weight = d;
 	cg_tls.hooktime.replay_at = cg_tls.hooktime.replay_ns;
+	cg_tls.hooktime.flush_at = cg_tls.hooktime.flush_ns;
+	cg_tls.hooktime.flush_ops_at = cg_tls.hooktime.flush_ops;
 	uint64_t t0 = cg_monotonic_ns();
 	return t0 ? t0 : 1;
+}
+
+/* What this thread's `now` gained since `at`, weighted like the sampled call, into `sum`. */
+static void weigh(_Atomic uint64_t *sum, uint64_t now, uint64_t at)
+{
+	atomic_fetch_add_explicit(sum, (now - at) * cg_tls.hooktime.weight, memory_order_relaxed);
 }
 
 void cg_hooktime_stop(uint64_t t0)
 {
 	tally_add(&launch_calls, since(t0), cg_tls.hooktime.weight);
-	atomic_fetch_add_explicit(&replay_ns, (cg_tls.hooktime.replay_ns - cg_tls.hooktime.replay_at) *
-	                                      cg_tls.hooktime.weight, memory_order_relaxed);
+	weigh(&replay_ns, cg_tls.hooktime.replay_ns, cg_tls.hooktime.replay_at);
+	weigh(&flush_ns, cg_tls.hooktime.flush_ns, cg_tls.hooktime.flush_at);
+	weigh(&flush_ops, cg_tls.hooktime.flush_ops, cg_tls.hooktime.flush_ops_at);
 }
 
 void cg_hooktime_total(uint64_t *ns, uint64_t *calls)
@@ -83,6 +92,12 @@ void cg_hooktime_forwards(uint64_t *ns, uint64_t *calls)
 void cg_hooktime_replays(uint64_t *ns)
 {
 	*ns = atomic_load_explicit(&replay_ns, memory_order_relaxed);
+}
+
+void cg_hooktime_flushes(uint64_t *ns, uint64_t *ops)
+{
+	*ns = atomic_load_explicit(&flush_ns, memory_order_relaxed);
+	*ops = atomic_load_explicit(&flush_ops, memory_order_relaxed);
 }
 
 void cg_hooktime_waited(uint64_t t0, bool flushed)

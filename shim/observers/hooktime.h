@@ -8,7 +8,9 @@
  * launch_call_us. Of a sampled call that cugraft forwarded (an op run eagerly, learned or
  * passed), the forward alone is timed too: the driver's share, launch_forward_us; and the host
  * time its replays took in the graph API (builds, patches, graph launches: launch_replay_us);
- * what is left of launch_call_us is cugraft's own work. And its waits (syncs
+ * and the driver's time in the deferred (or held) ops such a call submitted eagerly, where the
+ * program's op ended their deferral without its graph (a divergence, a cost-gate sample:
+ * launch_flush_us over launch_flush_ops); what is left of launch_call_us is cugraft's own work. And its waits (syncs
  * and copies to or from the host, the calls after which the host has seen the GPU's work),
  * every one: what they take beside the eager program's is what deferring the work exposed to a
  * waiting host, the flush of that work in. Written as wait_call_us. */
@@ -55,6 +57,9 @@ void cg_hooktime_forwards(uint64_t *ns, uint64_t *calls);
 /* The estimated host time the sampled calls spent in the graph API (the backend's builds,
  * patches and graph launches, cg_tls.hooktime.replay_ns), weighted alike. */
 void cg_hooktime_replays(uint64_t *ns);
+/* The estimated host time the sampled calls spent submitting deferred or held ops eagerly
+ * (cg_tls.hooktime.flush_ns) and those ops, weighted alike. */
+void cg_hooktime_flushes(uint64_t *ns, uint64_t *ops);
 
 /* `call`, forwarded to the driver: timed where the wrapper's call is sampled (t0 not 0). */
 #define CG_HOOKTIME_FORWARD(t0, call)                                                           \

@@ -183,6 +183,9 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	cg_json_double(j, "graph_build_us", (double)ht.build_ns / 1000.0);
 	cg_json_double(j, "patch_us", (double)ht.patch_ns / 1000.0);
 	cg_json_double(j, "graph_launch_us", (double)ht.launch_ns / 1000.0);
+	/* and what the deferred ops that ran eagerly after all took in the driver, wherever */
+	cg_json_double(j, "flush_us", (double)ht.flush_ns / 1000.0);
+	cg_json_uint(j, "flush_ops", ht.flush_ops);
 	/* and what the program's launch calls took inside cugraft, everything in (sampled) */
 	uint64_t hook_ns, hook_calls;
 	cg_hooktime_total(&hook_ns, &hook_calls);
@@ -196,6 +199,10 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	 * replays ran in waits or the flusher) */
 	cg_hooktime_replays(&hook_ns);
 	cg_json_double(j, "launch_replay_us", (double)hook_ns / 1000.0);
+	/* and the driver's time in the deferred ops they submitted eagerly (a divergence) */
+	cg_hooktime_flushes(&hook_ns, &hook_calls);
+	cg_json_double(j, "launch_flush_us", (double)hook_ns / 1000.0);
+	cg_json_uint(j, "launch_flush_ops", hook_calls);
 	/* and its waits, every one, the flushes they made in */
 	cg_hooktime_waits(&hook_ns, &hook_calls);
 	cg_json_double(j, "wait_call_us", (double)hook_ns / 1000.0);

@@ -123,6 +123,15 @@ out=$("$CG" report "$T/ro.jsonl") || fail "exit $? on a record-only report"
 expect "$out" "  calls      the program's launch calls took 2.0 ms inside cugraft, 5.00 us each"
 expect "$out" "of it the driver took 1.8 ms in the 100% of them forwarded (4.50 us each); cugraft's own work about 0.50 us a call"
 echo "the driver's share of the launch calls and cugraft's own work"
+# Of the calls' time, 300 us went to 100 deferred ops they submitted eagerly (a divergence): the
+# driver's too, not cugraft's own work (600 us left, 1.50 us a call); and the deferred ops that
+# ran eagerly anywhere, 250 of them in 1.0 ms
+sed 's/"event":"summary",/&"launch_flush_us":300,"launch_flush_ops":100,"flush_us":1000,"flush_ops":250,/' \
+  "$T/fwd.jsonl" > "$T/flush.jsonl"
+out=$("$CG" report "$T/flush.jsonl") || fail "exit $? on a report with flushes"
+expect "$out" "of it the driver took 0.6 ms in the 25% of them forwarded (6.00 us each) and 0.3 ms in 100 deferred ops they submitted eagerly (3.00 us each, 0.75 us a call); cugraft's own work about 1.50 us a call"
+expect "$out" "250 deferred ops ran eagerly after all (divergences, flushes, cost samples): 1.0 ms in the driver, 4.00 us each"
+echo "the deferred ops submitted eagerly: the driver's, not cugraft's own work"
 # A file written before launch_replay_us: the driver's share, and cugraft's own work only where
 # nothing was replayed (the replays' part of the calls unknown otherwise).
 sed 's/"launch_replay_us":500,//' "$T/fwd.jsonl" > "$T/fwd-old.jsonl"
