@@ -4,7 +4,7 @@
 Input: the runs bench/sweep appended to SWEEP_CSV (workload,setting,round,figure,replayed_share,
 mode,in-process and, from newer sweeps, ops_replayed,graph_launch_us,patch_us,graph_build_us,
 launch_call_us,launch_call_count,wait_call_us,wait_call_count,launch_forward_us,
-launch_forward_count,launch_replay_us),
+launch_forward_count,launch_replay_us,launch_flush_us),
 the floor lines bench/table printed ("NAME: the floor  busy bound at most 1.23x (GPU-bound) ·
 launch-gap bound at most 1.05x"; an older one, "NAME: the floor ... at most 1.23x", gives the
 busy bound alone; "NAME: per iteration  3.86 ms wall · 63.0 launches · 1.0 syncs · 423.4 us in
@@ -54,10 +54,11 @@ def read_runs(path):
                     calls += [float(x) for x in row[k:k + 2]] if len(row) >= k + 2 else [None, None]
                 except ValueError:
                     calls += [None, None]
-            try:
-                calls.append(float(row[17]) if len(row) >= 18 else None)
-            except ValueError:
-                calls.append(None)
+            for k in (17, 18):  # the replays' and the deferred ops' eagerly, in the calls
+                try:
+                    calls.append(float(row[k]) if len(row) >= k + 1 else None)
+                except ValueError:
+                    calls.append(None)
             cost = cost + tuple(calls) if cost else None
             runs.setdefault(name, OrderedDict()).setdefault(setting, {})[rnd] = (
                 value, share, mode, inproc, cost)
@@ -179,10 +180,12 @@ def eager_call(settings, it):
 
 def own_work(costs):
     """The median over runs of cugraft's own work a launch call (us): the launch calls' time less
-    the driver's in the calls forwarded and the replays' in them, over the calls (a sweep before
-    launch_replay_us: less all the replays' host time, some of which ran in waits or the
-    flusher); None where no run has the forwards."""
-    v = [(c[4] - c[8] - (c[10] if c[10] is not None else c[1] + c[2] + c[3])) / c[5] for c in costs
+    the driver's in the calls forwarded and in the deferred ops they submitted eagerly, and the
+    replays' in them, over the calls (a sweep before launch_replay_us: less all the replays'
+    host time, some of which ran in waits or the flusher; before launch_flush_us, those ops'
+    time stays in); None where no run has the forwards."""
+    v = [(c[4] - c[8] - (c[10] if c[10] is not None else c[1] + c[2] + c[3]) -
+          (c[11] if len(c) > 11 and c[11] is not None else 0)) / c[5] for c in costs
          if len(c) > 10 and None not in (c[4], c[5], c[8]) and c[5]]
     return statistics.median(v) if v else None
 
@@ -346,7 +349,8 @@ def main():
                   "still left out). *driver, a call forwarded*: what the driver took in the launch",
                   "calls this setting's runs forwarded (the ops they ran eagerly), sampled alike",
                   "(`launch_forward_us` over `launch_forward_count`). *cugraft's own, a call*: the launch calls'",
-                  "time less the driver's in the forwards and the replays' in them",
+                  "time less the driver's in the forwards and in the deferred ops they submitted",
+                  "eagerly (`launch_flush_us`: a divergence, a cost sample) and the replays' in them",
                   "(`launch_replay_us`: graph launches, patches and builds), over the calls: what",
                   "cugraft's packing, matching and deferring cost each call.",
                   ""] + cost

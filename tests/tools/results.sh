@@ -80,10 +80,11 @@ want=$(awk -F, '$1 == "mb-200" && $2 == "default" { print $12 / $13 }' "$tmp/run
 printf '%s\n' "$cost" | grep -qF "| $want |" || fail "launch call under cugraft: want $want (the runs' median) in $cost"
 # the driver's share of the calls forwarded (the runs' median of launch_forward_us /
 # launch_forward_count) and cugraft's own work a call (the launch calls less the forwards and the
-# replays' time in them, launch_replay_us, over the calls); with CUGRAFT_RECORD_ONLY=1 nothing is
+# replays' time in them, launch_replay_us, and the deferred ops they submitted eagerly,
+# launch_flush_us, over the calls); with CUGRAFT_RECORD_ONLY=1 nothing is
 # replayed, and the row still says what the launch calls took, all of them forwarded
 own() { # SETTING: the two figures, as the section rounds them
-  awk -F, -v s="$1" '$1 == "mb-200" && $2 == s { print $16 / $17, ($12 - $16 - $18) / $13 }' "$tmp/runs.csv" |
+  awk -F, -v s="$1" '$1 == "mb-200" && $2 == s { print $16 / $17, ($12 - $16 - $18 - $19) / $13 }' "$tmp/runs.csv" |
     sort -g | awk '{ f[NR] = $1; o[NR] = $2 } END { if (f[1] > f[2]) { t = f[1]; f[1] = f[2]; f[2] = t }
       if (o[1] > o[2]) { t = o[1]; o[1] = o[2]; o[2] = t } printf "%.2f %.2f", (f[1] + f[2]) / 2, (o[1] + o[2]) / 2 }'; }
 printf '%s\n' "$cost" | awk -F' [|] ' -v w="$(own default)" '{ sub(/ [|]$/, "", $15); exit !($14 " " $15 == w) }' ||

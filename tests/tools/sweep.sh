@@ -37,10 +37,10 @@ assert order == [("eager", "1"), ("default", "1"), ("default", "2"), ("eager", "
 for row in rows:
     name, setting, rnd, figure, share, mode, inproc = row[:7]
     cost = row[7:]
-    assert len(cost) == 11, row  # eighteen fields
+    assert len(cost) == 12, row  # nineteen fields
     float(figure)
     if setting == "eager":
-        assert (share, mode, inproc) == ("-", "-", "-") and cost == ["-"] * 11, row
+        assert (share, mode, inproc) == ("-", "-", "-") and cost == ["-"] * 12, row
         continue
     assert 0 <= float(share) <= 1 and mode in ("graphs", "eager", "probing"), row
     s = [json.loads(l) for l in open("%s/mb.1.%s.jsonl" % (sys.argv[2], rnd))
@@ -51,7 +51,7 @@ for row in rows:
     assert inproc == want, (row, want)
     keys = ("ops_replayed", "graph_launch_us", "patch_us", "graph_build_us", "launch_call_us",
             "launch_call_count", "wait_call_us", "wait_call_count", "launch_forward_us",
-            "launch_forward_count", "launch_replay_us")
+            "launch_forward_count", "launch_replay_us", "launch_flush_us")
     assert [float(x) for x in cost] == [float("%g" % s[k]) for k in keys], (row, [s[k] for k in keys])
     assert float(cost[0]) > 0 and float(cost[1]) > 0 and float(cost[5]) > 0, row
     assert float(cost[7]) == s["boundaries"].get("sync", 0) + s["boundaries"].get("host_copy", 0), row
