@@ -10,8 +10,8 @@
  * time its replays took in the graph API (builds, patches, graph launches: launch_replay_us);
  * and the driver's time in the deferred (or held) ops such a call submitted eagerly, where the
  * program's op ended their deferral without its graph (a divergence, a cost-gate sample:
- * launch_flush_us over launch_flush_ops); what is left of launch_call_us is cugraft's own work. And its waits (syncs
- * and copies to or from the host, the calls after which the host has seen the GPU's work),
+ * launch_flush_us over launch_flush_ops); what is left of launch_call_us is cugraft's own
+ * work. And its waits (syncs and copies to or from the host, the calls after which the host has seen the GPU's work),
  * every one: what they take beside the eager program's is what deferring the work exposed to a
  * waiting host, the flush of that work in. Written as wait_call_us. */
 #ifndef CG_SHIM_HOOKTIME_H

@@ -199,7 +199,8 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	 * replays ran in waits or the flusher) */
 	cg_hooktime_replays(&hook_ns);
 	cg_json_double(j, "launch_replay_us", (double)hook_ns / 1000.0);
-	/* and the driver's time in the deferred ops they submitted eagerly (a divergence) */
+	/* and the driver's time in the deferred ops they submitted eagerly (a divergence, a cost
+	 * sample) */
 	cg_hooktime_flushes(&hook_ns, &hook_calls);
 	cg_json_double(j, "launch_flush_us", (double)hook_ns / 1000.0);
 	cg_json_uint(j, "launch_flush_ops", hook_calls);
