@@ -103,3 +103,13 @@ printf '%s\n' "$waits" | awk -F' [|] ' -v w="$want" '{
   exit !(n == "1.0" && e == "50.0" && c == w && (c - e - x) ^ 2 <= 0.01 && (o + 100 * x / 2000) ^ 2 <= 0.01) }' ||
   fail "wait cost: want 1.0 a wait an iteration, eager 50.0, $want under cugraft (the runs' median), their difference and -100 * it / 2000 % in $waits"
 echo "ok: $waits"
+# cugraft's own work a call leaves out the driver's time in the deferred ops the launch calls
+# submitted eagerly (launch_flush_us, the sweep's nineteenth field): 2000 us in 400 calls, 600 of
+# them the forwards', 500 the replays', 300 those ops': 1.50 us a call (2.25 with a sweep before
+# that field)
+own=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import results
+c = (10, 1, 1, 1, 2000, 400, 0, 0, 600, 100, 500)
+print("%.2f %.2f" % (results.own_work([c + (300,)]), results.own_work([c + (None,), c])))' "$SRC/bench") ||
+  fail "results.own_work: exit $?"
+[ "$own" = "1.50 2.25" ] || fail "cugraft's own work a call: want 1.50 with the deferred ops' 300 us out, 2.25 without the field; got $own"
+echo "ok: cugraft's own work without the deferred ops submitted eagerly"
