@@ -190,6 +190,48 @@ def own_work(costs):
     return statistics.median(v) if v else None
 
 
+TOKEN_COLUMNS = 10
+
+
+def token_times(path, runs):
+    """Where in a run the time goes, per workload and setting: each run's token times (bench/sweep's
+    SWEEP_TOKENS files, listed by setting in NAME.settings) cut into TOKEN_COLUMNS columns of
+    equal tokens, each the run's median; the row is the median over the setting's runs of each
+    column (µs). Rows for the workloads of `runs` that have such files."""
+    if not path or not os.path.isdir(path):
+        return []
+    out = []
+    for name in runs:
+        try:
+            with open(os.path.join(path, name + ".settings")) as f:
+                settings = [line.rstrip("\n").split(" ", 1) for line in f if " " in line]
+        except OSError:
+            continue
+        for index, setting in settings:
+            cols = []
+            for fn in sorted(os.listdir(path)):
+                m = re.match(re.escape(name) + r"\.(\d+)\.(\d+)\.txt$", fn)
+                if not m or m.group(1) != index:
+                    continue
+                try:
+                    with open(os.path.join(path, fn)) as f:
+                        v = [float(x) for x in f if x.strip()]
+                except (OSError, ValueError):
+                    continue
+                k = len(v) // TOKEN_COLUMNS
+                if k:
+                    cols.append([statistics.median(v[c * k:(c + 1) * k])
+                                 for c in range(TOKEN_COLUMNS)])
+            if cols:
+                med = [statistics.median(c[i] for c in cols) for i in range(TOKEN_COLUMNS)]
+                out.append("| %s | %s | %d | %s |" % (name, setting, len(cols),
+                                                      " | ".join("%.0f" % x for x in med)))
+    if not out:
+        return []
+    return ["| workload | setting | runs | " + " | ".join(str(i + 1) for i in range(TOKEN_COLUMNS)) + " |",
+            "|---|---|---|" + "---|" * TOKEN_COLUMNS] + out
+
+
 def replay_cost(runs, its):
     """Per workload and setting, the medians over its runs of the host time the replays took per
     op replayed, beside what the eager program's launch calls took per launch (its floor run),
@@ -293,6 +335,7 @@ def main():
     ap.add_argument("--driver", default="-")
     ap.add_argument("--cuda", default="-")
     ap.add_argument("--torch", default="-")
+    ap.add_argument("--token-times", help="bench/sweep's SWEEP_TOKENS folder (each run's token times)")
     ap.add_argument("--unit", default="time per iteration as the program prints it (µs, or ms for PyTorch)")
     a = ap.parse_args()
 
@@ -370,6 +413,15 @@ def main():
                   "own host work, and the machine's noise. (A loop that its launch calls no longer",
                   "bound waits for its GPU instead: that shows in the waits, as exposure.)",
                   ""] + waits
+    tokens = token_times(a.token_times, runs)
+    if tokens:
+        lines += ["", "## Where in a run the time goes", "",
+                  "Each run's time per token, as the program wrote it (`--token-times`), cut into",
+                  "%d columns of equal tokens from the first (the program's warmup tokens come" % TOKEN_COLUMNS,
+                  "first; so do cugraft's learning and graph builds), each column that run's median;",
+                  "each cell the median over the setting's runs, µs. A cost that learning pays once",
+                  "shows in the first columns, one that each token pays in all of them.",
+                  ""] + tokens
     lines += ["", "## Every run", ""] + every_run(runs)
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")

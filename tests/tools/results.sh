@@ -113,3 +113,28 @@ print("%.2f %.2f" % (results.own_work([c + (300,)]), results.own_work([c + (None
   fail "results.own_work: exit $?"
 [ "$own" = "1.50 2.25" ] || fail "cugraft's own work a call: want 1.50 with the deferred ops' 300 us out, 2.25 without the field; got $own"
 echo "ok: cugraft's own work without the deferred ops submitted eagerly"
+# Where in a run the time goes: each run's token times (bench/sweep's SWEEP_TOKENS) in 10
+# columns of equal tokens, each the run's median, the cell the median over the setting's runs.
+# Eager: one run at 100 us a token, one at 200 (150 in every column); cugraft: its first two
+# tokens 1000 us in both runs (learning), then 100 (the first column 1000, the others 100).
+mkdir -p "$tmp/tt"
+printf '0 eager\n1 default\n' > "$tmp/tt/tok.settings"
+for r in 1 2; do
+  awk -v v=$((r * 100)) 'BEGIN { for (i = 0; i < 20; i++) print v }' > "$tmp/tt/tok.0.$r.txt"
+  awk 'BEGIN { for (i = 0; i < 20; i++) print (i < 2 ? 1000 : 100) }' > "$tmp/tt/tok.1.$r.txt"
+done
+printf '%s\n' "tok,eager,1,2000,-,-,-" "tok,default,1,2100,0.900,graphs,-" \
+  "tok,default,2,2100,0.900,graphs,-" "tok,eager,2,2000,-,-,-" > "$tmp/tok.csv"
+python3 "$SRC/bench/results.py" --runs "$tmp/tok.csv" --dir "$tmp/tokres" --gpu "FakeCUDA CPU" \
+  --date 2026-01-02 --commit abc1234 --command "bench/table --only tok" --token-times "$tmp/tt" ||
+  fail "results.py with --token-times exited $?"
+md=$tmp/tokres/2026-01-02-fakecuda-cpu-abc1234.md
+grep -qF "## Where in a run the time goes" "$md" || fail "no token-time section: $(cat "$md")"
+grep -qF "| tok | eager | 2 | 150 | 150 | 150 | 150 | 150 | 150 | 150 | 150 | 150 | 150 |" "$md" ||
+  fail "eager token columns: $(grep '^| tok |' "$md")"
+grep -qF "| tok | default | 2 | 1000 | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 100 |" "$md" ||
+  fail "cugraft token columns: $(grep '^| tok |' "$md")"
+python3 "$SRC/bench/results.py" --runs "$tmp/tok.csv" --dir "$tmp/tokres2" --gpu "FakeCUDA CPU" \
+  --date 2026-01-02 --commit abc1234 --command "bench/table --only tok" > /dev/null || fail "results.py exited $?"
+grep -qF "Where in a run" "$tmp/tokres2/2026-01-02-fakecuda-cpu-abc1234.md" && fail "a token-time section without token times"
+echo "ok: where in a run the time goes, from each run's token times"

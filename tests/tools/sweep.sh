@@ -72,3 +72,25 @@ SWEEP_CSV=$tmp/probed.csv SWEEP_NAME=probed "$SRC/bench/sweep" "$BUILD" 1 defaul
 mode=$(awk -F, '$2 == "default" { print $6 }' "$tmp/probed.csv")
 [ "$mode" = probing ] || { cat "$tmp/probed.csv"; fail "a run that ended inside a probe is listed as '$mode'"; }
 echo "ok: a run that ended inside a probe is listed as probing"
+# SWEEP_TOKENS: each run writes its time per token where the sweep says (the program's
+# --token-times FILE): NAME.I.R.txt for setting I (0 eager) and round R, the settings listed by
+# index in NAME.settings; without it the command gets no such argument
+cat > "$tmp/tokens" <<'SH'
+#!/bin/sh
+f=
+while [ $# -gt 0 ]; do [ "$1" = --token-times ] && f=$2; shift; done
+[ -n "$f" ] && printf '%s\n' 5 6 7 > "$f"
+echo "iter_us ${f:+1}0"
+SH
+chmod +x "$tmp/tokens"
+SWEEP_TOKENS=$tmp/tt SWEEP_NAME=tok "$SRC/bench/sweep" "$BUILD" 2 default CUGRAFT_RECORD_ONLY=1 -- "$tmp/tokens" > "$tmp/tok.txt" ||
+  fail "sweep with SWEEP_TOKENS exited $?"
+for i in 0 1 2; do for r in 1 2; do
+  [ "$(cat "$tmp/tt/tok.$i.$r.txt" 2>/dev/null | tr '\n' ' ')" = "5 6 7 " ] || fail "no token times in tok.$i.$r.txt: $(ls "$tmp/tt")"
+done; done
+[ "$(cat "$tmp/tt/tok.settings")" = "$(printf '0 eager\n1 default\n2 CUGRAFT_RECORD_ONLY=1')" ] ||
+  fail "tok.settings: $(cat "$tmp/tt/tok.settings")"
+grep -qE "^  default +median +10\.0 " "$tmp/tok.txt" || fail "the runs with --token-times printed no figure 10: $(cat "$tmp/tok.txt")"
+SWEEP_NAME=tok "$SRC/bench/sweep" "$BUILD" 1 default -- "$tmp/tokens" | grep -qE "^  default +median +0\.0 " ||
+  fail "without SWEEP_TOKENS the command was given --token-times"
+echo "ok: SWEEP_TOKENS gives each run its token-times file"
