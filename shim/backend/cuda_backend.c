@@ -120,6 +120,20 @@ static void deferred_failed(CUresult r)
 	             "returned by the program's next synchronising call (sync or stream query)");
 }
 
+/* Adds the host time since t0 to one of the sums, and to this thread's `mine` (hooktime.h: what
+ * of a timed launch call the replays, or the deferred ops submitted eagerly, took). */
+static void host_time(_Atomic uint64_t *sum, uint64_t *mine, uint64_t t0)
+{
+	uint64_t ns = cg_monotonic_ns() - t0;
+	atomic_fetch_add(sum, ns);
+	*mine += ns;
+}
+
+static void replay_time(_Atomic uint64_t *sum, uint64_t t0)
+{
+	host_time(sum, &cg_tls.hooktime.replay_ns, t0);
+}
+
 static int be_eager(void *be, void *stream, const struct cg_op *op, const char **detail)
 {
 	struct cg_sstate *s = stream;
@@ -130,11 +144,8 @@ static int be_eager(void *be, void *stream, const struct cg_op *op, const char *
 	if (r == CUDA_SUCCESS)
 		r = submit(op, st);
 	cg_backend_leave(in);
-	/* every thread's, and this one's for a launch call being timed (hooktime.h) */
-	uint64_t ns = cg_monotonic_ns() - t0;
-	atomic_fetch_add(&flush_ns, ns);
+	host_time(&flush_ns, &cg_tls.hooktime.flush_ns, t0);
 	atomic_fetch_add(&flush_ops, 1);
-	cg_tls.hooktime.flush_ns += ns;
 	cg_tls.hooktime.flush_ops++;
 	cg_tls.hooktime.submits++;
 	if (r != CUDA_SUCCESS)
@@ -166,15 +177,6 @@ void cg_backend_graph_memory(uint64_t *now, uint64_t *peak)
 {
 	*now = atomic_load(&graph_mem);
 	*peak = atomic_load(&graph_mem_peak);
-}
-
-/* Adds the host time since t0 to one of the sums, and to this thread's (hooktime.h: what of a
- * timed launch call the replays took). */
-static void replay_time(_Atomic uint64_t *sum, uint64_t t0)
-{
-	uint64_t ns = cg_monotonic_ns() - t0;
-	atomic_fetch_add(sum, ns);
-	cg_tls.hooktime.replay_ns += ns;
 }
 
 void cg_backend_host_time(struct cg_backend_host_time *out)
