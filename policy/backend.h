@@ -13,10 +13,17 @@ struct cg_event;
 struct cg_backend {
 	/* Submit one op eagerly on the stream, exactly as recorded. */
 	int (*eager)(void *be, void *stream, const struct cg_op *op, const char **detail);
-	/* Build and instantiate one executable graph holding ops[0..n) in order, with these
-	 * argument bytes. *graph receives the backend's handle. Nothing runs. */
-	int (*build)(void *be, void *stream, const struct cg_op *ops, uint32_t n, void **graph,
-	             const char **detail);
+	/* Build one graph holding ops[0..n) in order, with these argument bytes, ready to launch.
+	 * `share`: the chunk's arguments change at most of its ops from run to run, so the graph may
+	 * run on an executable it shares with other graphs of the stream (see claim). *graph
+	 * receives the backend's handle. Nothing runs. */
+	int (*build)(void *be, void *stream, const struct cg_op *ops, uint32_t n, bool share,
+	             void **graph, const char **detail);
+	/* Optional (may be NULL: every graph keeps its arguments): before the patches and the
+	 * launch of a graph. 0: it holds the arguments last patched into it (or built with);
+	 * 1: it holds others (its executable last ran another graph), every node must be patched;
+	 * negative: it cannot run. */
+	int (*claim)(void *be, void *graph, const char **detail);
 	/* Replace the argument bytes of node `index` (the index-th op given to build) with
 	 * op->args. op->sig equals the sig the graph was built with. */
 	int (*patch)(void *be, void *graph, uint32_t index, const struct cg_op *op, const char **detail);

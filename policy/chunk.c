@@ -381,6 +381,7 @@ struct cg_chunk *cg_index_armed(const struct cg_index *ix, uint64_t hash)
 
 void cg_chunk_note_args(struct cg_chunk *t, const struct cg_scratch *sc)
 {
+	t->args_seen++;
 	for (uint32_t i = 0; i < t->n; i++) {
 		const unsigned char *held = t->args + t->args_off[i], *now = sc->bytes + sc->args_off[i];
 		uint32_t len = sc->args_len[i];
@@ -422,6 +423,16 @@ void cg_chunk_arg_words(const struct cg_chunk *t, uint64_t *constant, uint64_t *
 		*changing += ch;
 		*constant += words - ch;
 	}
+}
+
+bool cg_chunk_changes_most(const struct cg_chunk *t)
+{
+	if (t->args_seen < 2)
+		return true;
+	uint32_t changing = 0;
+	for (uint32_t i = 0; i < t->n; i++)
+		changing += t->changed[i] != 0;
+	return 4 * changing >= 3 * t->n;
 }
 
 /* ---- places ----------------------------------------------------------------------------- */

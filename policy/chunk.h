@@ -75,6 +75,8 @@ struct cg_chunk {
 	uint64_t *hash;                /* [n] */
 	uint64_t *changed;             /* [n] bit w: argument word w changed during warmup (the
 	                                  last bit stands for every word from 63 on) */
+	uint32_t args_seen;            /* learning occurrences whose arguments it noted (changed
+	                                  compares the second on with the one before) */
 	const char **name;             /* [n] */
 	uint32_t *sig_off, *args_off;  /* [n + 1] */
 	unsigned char *sig, *args;
@@ -196,5 +198,10 @@ static inline unsigned char *cg_chunk_inst_args(struct cg_chunk *t, uint32_t k)
 }
 void cg_chunk_hold_inst_args(struct cg_chunk *t, uint32_t k, const struct cg_scratch *sc);
 void cg_chunk_arg_words(const struct cg_chunk *t, uint64_t *constant, uint64_t *changing);
+/* Did warmup see the arguments change at most of its ops (three in four), or has it not seen
+ * two occurrences to compare (a chunk cut from others and built at once)? Its graph's nodes are
+ * then likely all patched at every launch anyway: it may share an executable (backend.h), whose
+ * rent bounds what a wrong guess costs. */
+bool cg_chunk_changes_most(const struct cg_chunk *t);
 
 #endif

@@ -34,7 +34,8 @@ static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 	const char *detail = xa ? NULL : "out of host memory";
 	for (uint32_t i = 0; xa && i < t->n; i++)
 		cg_scratch_op(&s->sc, i, &s->ops[i]);
-	if (!xa || e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, &detail) != 0) {
+	if (!xa || e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, cg_chunk_changes_most(t),
+	                             &graph, &detail) != 0) {
 		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
 		cg_emit_build_failed(s, t, detail);
 		return false;
@@ -123,17 +124,22 @@ static void deferral_done(struct cg_stream *s, struct cg_chunk *t)
 }
 
 /* Patch into instance `graph` (its arguments `inst_args`) the deferred ops' arguments that
- * differ from what it holds. Returns NONE or PATCH_FAILED; `*patched`: nodes patched. */
+ * differ from what it holds, or every op's where its executable holds another graph's (the
+ * backend's claim). Returns NONE, PATCH_FAILED or LAUNCH_FAILED (the claim failed);
+ * `*patched`: nodes patched. */
 static enum cg_reason patch_changed(struct cg_stream *s, struct cg_chunk *t, void *graph,
                                     unsigned char *inst_args, uint32_t *patched,
                                     const char **detail)
 {
 	const struct cg_engine *e = s->e;
 	const struct cg_scratch *sc = &s->sc;
+	int claim = e->be->claim ? e->be->claim(e->be_ctx, graph, detail) : 0;
+	if (claim < 0)
+		return CG_R_LAUNCH_FAILED;
 	for (uint32_t i = 0; i < t->n; i++) {
 		unsigned char *held = inst_args + t->args_off[i];
 		const unsigned char *now = sc->bytes + sc->args_off[i];
-		if (memcmp(held, now, sc->args_len[i]) == 0)
+		if (!claim && memcmp(held, now, sc->args_len[i]) == 0)
 			continue;
 		struct cg_op op;
 		cg_scratch_op(sc, i, &op);

@@ -314,7 +314,8 @@ enum cg_reason cg_build_graph(struct cg_stream *s, struct cg_chunk *t, const cha
 	for (uint32_t i = 0; i < t->n; i++)
 		cg_scratch_op(&s->sc, i, &s->ops[i]);
 	void *graph = NULL;
-	if (e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, &graph, detail) != 0) {
+	if (e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, cg_chunk_changes_most(t),
+	                 &graph, detail) != 0) {
 		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
 		cg_emit_build_failed(s, t, *detail);
 		cg_chunk_failed(s, t, CG_R_BUILD_FAILED);

@@ -381,6 +381,13 @@ static void cg_print_totals(const struct cg_merged *m)
 		if (build >= 0)
 			printf("; building the graphs took %.1f ms", build / 1000.0);
 		printf("\n");
+		double sharing = cg_merged_total(m, "graphs_sharing", 0);
+		if (sharing > 0)
+			printf("  shared     %.0f graphs ran on another chunk's executable (%.0f instantiated in all): "
+			       "%.0f switches patched one whole, %.0f graphs got their own later\n",
+			       sharing, cg_merged_total(m, "executables", 0),
+			       cg_merged_total(m, "executable_switches", 0),
+			       cg_merged_total(m, "executables_bought", 0));
 		cg_print_replay_cost(m);
 		double graph_mem = cg_merged_total(m, "graph_memory_peak_bytes", -1);
 		if (graph_mem > 0)

@@ -26,8 +26,8 @@ static int null_eager(void *be, void *stream, const struct cg_op *op, const char
 	return 0;
 }
 
-static int null_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, void **graph,
-                      const char **detail)
+static int null_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, bool share,
+                      void **graph, const char **detail)
 {
 	*graph = &graph_token;
 	return 0;

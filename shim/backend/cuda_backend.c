@@ -20,16 +20,37 @@
 #include "shim/context/sstate.h"
 #include "timing.h"
 
-struct chunk_graph {
-	CUgraph graph;
+/* An executable graph, and the chunk graphs that run on it: one, or several of one stream (see
+ * "shared executables" below). */
+struct cg_exec {
+	CUgraph graph;               /* what it was instantiated from: its nodes are the ones patched */
 	CUgraphExec exec;
-	CUcontext ctx;
-	uint32_t n;
 	CUgraphNode *nodes;
-	CUDA_KERNEL_NODE_PARAMS *kp; /* kernel nodes' parameters as captured (function, context;
-	                                shape and parameters are each patch's own) */
+	CUcontext ctx;
+	uint32_t n, refs;            /* chunk graphs that run on it */
+	struct chunk_graph *holder;  /* whose nodes it holds now (NULL: none alive) */
 	size_t mem;                  /* device memory its instantiation took (free memory before
 	                                less after: an estimate, other allocations may interleave) */
+	struct cg_sstate *pool;      /* the stream whose chunks may share it, or NULL */
+	struct cg_exec *next;        /* in pool->execs */
+	uint32_t skel_len;
+	unsigned char skel[];        /* its nodes' launch attributes (skeleton()) */
+};
+
+struct chunk_graph {
+	struct cg_exec *x;           /* the executable it runs on */
+	CUgraph graph;               /* its own capture while x is another's (NULL once x is its own) */
+	CUgraphNode *nodes;          /* the capture's nodes */
+	CUcontext ctx;
+	uint32_t n;
+	CUDA_KERNEL_NODE_PARAMS *kp; /* kernel nodes' parameters as captured (function, context;
+	                                shape and parameters are each patch's own) */
+	unsigned char *last;         /* on a shared executable: the arguments last patched in, per
+	                                node (at last_off[i]), to tell a switch's patches that only
+	                                the switch needed */
+	uint32_t *last_off;
+	bool switching;              /* the patches before this launch follow a switch */
+	uint32_t rent;               /* patches its switches needed and its arguments did not */
 	uint64_t content;            /* with CUGRAFT_NVTX: names its replays (nvtx.h) */
 	uint32_t patched;            /* with CUGRAFT_NVTX: nodes patched since its last launch */
 };
@@ -40,6 +61,10 @@ static _Atomic uint64_t graph_mem, graph_mem_peak;
  * instantiation, failed builds included), patching nodes, launching graphs; and in submitting
  * deferred or held ops eagerly, and those ops. */
 static _Atomic uint64_t build_ns, patch_ns, launch_ns, flush_ns, flush_ops;
+/* Executables instantiated; graphs built onto another chunk's executable; launches that switched
+ * an executable over to another graph; graphs that got an executable of their own later
+ * (cg_backend_execs). */
+static _Atomic uint64_t execs_made, graphs_joined, exec_switches, execs_bought;
 
 static int fail(CUresult r, const char **detail)
 {
@@ -155,7 +180,7 @@ static int be_eager(void *be, void *stream, const struct cg_op *op, const char *
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
 }
 
-/* --- chunk graphs -------------------------------------------------------------------------- */
+/* --- what the graphs cost ------------------------------------------------------------------ */
 static size_t free_memory(void)
 {
 	size_t free = 0, total = 0;
@@ -164,11 +189,11 @@ static size_t free_memory(void)
 	return free;
 }
 
-static void graph_mem_add(struct chunk_graph *g, size_t before)
+static void graph_mem_add(struct cg_exec *x, size_t before)
 {
 	size_t after = free_memory();
-	g->mem = before > after && after ? before - after : 0;
-	uint64_t now = atomic_fetch_add(&graph_mem, g->mem) + g->mem;
+	x->mem = before > after && after ? before - after : 0;
+	uint64_t now = atomic_fetch_add(&graph_mem, x->mem) + x->mem;
 	uint64_t peak = atomic_load(&graph_mem_peak);
 	while (now > peak && !atomic_compare_exchange_weak(&graph_mem_peak, &peak, now)) {}
 }
@@ -186,17 +211,143 @@ void cg_backend_host_time(struct cg_backend_host_time *out)
 	                                      atomic_load(&flush_ops) };
 }
 
+/* --- shared executables --------------------------------------------------------------------
+ * A chunk whose arguments change at most of its ops every run (a decoding step's shapes and
+ * pointers as its sequence grows) has nearly every node patched at each launch anyway. Its
+ * graph (built with `share`) may then run on the executable of another chunk of the same stream
+ * with the same skeleton (as many nodes, every one a kernel, with the same launch attributes):
+ * another GEMM cuBLAS picks at some lengths, a branch some steps take. When the executable
+ * last ran another graph, every node is patched (claim), the function too
+ * (cuGraphExecKernelNodeSetParams changes it within a context), so a new variant costs a
+ * capture, not an instantiation. A launch on the executable's own stream is ordered behind its
+ * last one anyway: sharing adds no dependency. Rent, then buy: once the patches its switches
+ * needed and its own arguments did not add up to an instantiation's cost (EXEC_RENT), a graph
+ * gets an executable of its own from its capture; so sharing costs at most about twice the
+ * instantiation it saves, and chunks that run by turns in every step stop sharing soon. */
+
+/* Node patches worth one instantiation: a build took 133-215 us on an H100 (10-node chunks of
+ * greedy decoding), a kernel node's patch 0.66-0.75 us. */
+#define EXEC_RENT 256
+
+static void exec_free(struct cg_exec *x)
+{
+	atomic_fetch_sub(&graph_mem, x->mem);
+	if (!cg_ctx_dead(x->ctx)) {
+		if (x->exec)
+			CG_REAL(cuGraphExecDestroy)(x->exec);
+		if (x->graph)
+			CG_REAL(cuGraphDestroy)(x->graph);
+	}
+	free(x->nodes);
+	free(x);
+}
+
+/* g no longer runs on x; the last graph to leave frees it. */
+static void exec_leave(struct cg_exec *x, struct chunk_graph *g)
+{
+	if (x->holder == g)
+		x->holder = NULL;
+	if (--x->refs)
+		return;
+	if (x->pool) {
+		struct cg_exec **p = &x->pool->execs;
+		while (*p != x)
+			p = &(*p)->next;
+		*p = x->next;
+	}
+	exec_free(x);
+}
+
+/* The skeleton of ops[0..n) into out (NULL: only its length): each node's launch attributes.
+ * 0: the ops cannot share (a memop's new width may be refused by an executable's update). */
+static uint32_t skeleton(const struct cg_op *ops, uint32_t n, unsigned char *out)
+{
+	uint32_t len = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct cg_sig copy;
+		const struct cg_sig *sig = cg_sig_read(&copy, ops[i].sig, ops[i].sig_len);
+		if (sig->kind != CG_K_KERNEL)
+			return 0;
+		uint32_t attrs = sig->nattrs * (uint32_t)sizeof(CUlaunchAttribute);
+		if (out) {
+			memcpy(out + len, &sig->nattrs, sizeof(sig->nattrs));
+			memcpy(out + len + sizeof(sig->nattrs), sig->attrs, attrs);
+		}
+		len += (uint32_t)sizeof(sig->nattrs) + attrs;
+	}
+	return len;
+}
+
+/* g's capture instantiated as its own executable, offered to `pool`'s other chunks when not
+ * NULL (skeleton of ops, skel_len bytes). Context entered. */
+static CUresult exec_own(struct chunk_graph *g, struct cg_sstate *pool, const struct cg_op *ops,
+                         uint32_t skel_len)
+{
+	struct cg_exec *x = calloc(1, sizeof(*x) + (pool ? skel_len : 0));
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	size_t before = free_memory();
+	CUresult r = CG_REAL(cuGraphInstantiateWithFlags)(&x->exec, g->graph, 0);
+	if (r != CUDA_SUCCESS) {
+		free(x);
+		return r;
+	}
+	if (before)
+		graph_mem_add(x, before);
+	atomic_fetch_add(&execs_made, 1);
+	x->graph = g->graph, x->nodes = g->nodes, x->ctx = g->ctx, x->n = g->n;
+	g->graph = NULL, g->nodes = NULL;
+	x->refs = 1;
+	x->holder = g;
+	if (pool) {
+		x->skel_len = skeleton(ops, g->n, x->skel);
+		x->pool = pool;
+		x->next = pool->execs;
+		pool->execs = x;
+	}
+	g->x = x;
+	return CUDA_SUCCESS;
+}
+
+/* g runs on an executable of the stream's with ops' skeleton (skel, skel_len bytes), keeping
+ * its capture and the arguments it was captured with. false: none, or out of host memory. */
+static bool exec_join(struct chunk_graph *g, struct cg_sstate *s, const struct cg_op *ops,
+                      const unsigned char *skel, uint32_t skel_len)
+{
+	struct cg_exec *x = s->execs;
+	while (x && (x->n != g->n || x->skel_len != skel_len || memcmp(x->skel, skel, skel_len)))
+		x = x->next;
+	if (!x)
+		return false;
+	g->last_off = malloc((g->n + 1) * sizeof(*g->last_off));
+	uint32_t bytes = 0;
+	for (uint32_t i = 0; g->last_off && i < g->n; i++) {
+		g->last_off[i] = bytes;
+		bytes += ops[i].args_len;
+	}
+	g->last = g->last_off ? malloc(bytes ? bytes : 1) : NULL;
+	if (!g->last)
+		return false;
+	g->last_off[g->n] = bytes;
+	for (uint32_t i = 0; i < g->n; i++)
+		memcpy(g->last + g->last_off[i], ops[i].args, ops[i].args_len);
+	g->x = x;
+	x->refs++;
+	atomic_fetch_add(&graphs_joined, 1);
+	return true;
+}
+
+/* --- chunk graphs -------------------------------------------------------------------------- */
 static void graph_free(struct chunk_graph *g)
 {
-	atomic_fetch_sub(&graph_mem, g->mem);
-	if (!cg_ctx_dead(g->ctx)) {
-		if (g->exec)
-			CG_REAL(cuGraphExecDestroy)(g->exec);
-		if (g->graph)
-			CG_REAL(cuGraphDestroy)(g->graph);
-	}
+	if (g->x)
+		exec_leave(g->x, g);
+	if (g->graph && !cg_ctx_dead(g->ctx))
+		CG_REAL(cuGraphDestroy)(g->graph);
 	free(g->nodes);
 	free(g->kp);
+	free(g->last);
+	free(g->last_off);
 	free(g);
 }
 
@@ -220,7 +371,8 @@ static struct chunk_graph *graph_new(CUcontext ctx, uint32_t n, uint64_t content
 }
 
 /* The ops captured on the stream's private capture stream into g->graph, one node each
- * (g->nodes). Context entered. */
+ * (g->nodes), and the kernel nodes' parameters read (their arguments are patched later).
+ * Context entered. */
 static CUresult capture_chunk(struct cg_sstate *s, struct chunk_graph *g, const struct cg_op *ops,
                               uint32_t n)
 {
@@ -247,26 +399,27 @@ static CUresult capture_chunk(struct cg_sstate *s, struct chunk_graph *g, const 
 		if (r == CUDA_SUCCESS)
 			r = e;
 	}
-	return r;
-}
-
-/* The captured graph's kernel nodes read (their parameters are patched later), then the graph
- * instantiated and the device memory it took counted. Context entered. */
-static CUresult instantiate_chunk(struct chunk_graph *g, const struct cg_op *ops, uint32_t n)
-{
-	CUresult r = CUDA_SUCCESS;
 	for (uint32_t i = 0; r == CUDA_SUCCESS && i < n; i++)
 		if (cg_sig_kind(ops[i].sig) == CG_K_KERNEL)
 			r = CG_REAL(cuGraphKernelNodeGetParams_v2)(g->nodes[i], &g->kp[i]);
-	size_t before = r == CUDA_SUCCESS ? free_memory() : 0;
-	if (r == CUDA_SUCCESS)
-		r = CG_REAL(cuGraphInstantiateWithFlags)(&g->exec, g->graph, 0);
-	if (r == CUDA_SUCCESS && before)
-		graph_mem_add(g, before);
 	return r;
 }
 
-static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
+/* The captured graph onto an executable: another chunk's where `share` allows and the stream
+ * has one that fits, else its own (offered to the others when `share`). Context entered. */
+static CUresult place_chunk(struct cg_sstate *s, struct chunk_graph *g, const struct cg_op *ops,
+                            bool share)
+{
+	uint32_t len = share ? skeleton(ops, g->n, NULL) : 0;
+	unsigned char *skel = len ? malloc(len) : NULL;
+	if (skel)
+		skeleton(ops, g->n, skel);
+	bool joined = skel && exec_join(g, s, ops, skel, len);
+	free(skel);
+	return joined ? CUDA_SUCCESS : exec_own(g, skel ? s : NULL, ops, len);
+}
+
+static int build(void *stream, const struct cg_op *ops, uint32_t n, bool share, void **out,
                  const char **detail, uint64_t content)
 {
 	struct cg_sstate *s = stream;
@@ -286,7 +439,7 @@ static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
 	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : capture_chunk(s, g, ops, n);
 	if (r == CUDA_SUCCESS)
-		r = instantiate_chunk(g, ops, n);
+		r = place_chunk(s, g, ops, share);
 	cg_backend_leave(in);
 	replay_time(&build_ns, t0);
 	if (r != CUDA_SUCCESS) {
@@ -297,15 +450,46 @@ static int build(void *stream, const struct cg_op *ops, uint32_t n, void **out,
 	return 0;
 }
 
-static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, void **out,
-                    const char **detail)
+static int be_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, bool share,
+                    void **out, const char **detail)
 {
 	if (!cg_nvtx_on())
-		return build(stream, ops, n, out, detail, 0);
+		return build(stream, ops, n, share, out, detail, 0);
 	uint64_t content = cg_nvtx_build_begin(ops, n);
-	int r = build(stream, ops, n, out, detail, content);
+	int r = build(stream, ops, n, share, out, detail, content);
 	cg_nvtx_build_end();
 	return r;
+}
+
+/* Before the patches and the launch of g: 0 when its executable holds what was last patched
+ * into g, 1 when it holds another graph's nodes (every node is to be patched). A graph whose
+ * rent is paid gets its own executable here, holding its capture's arguments (1 too). */
+static int be_claim(void *be, void *graph, const char **detail)
+{
+	struct chunk_graph *g = graph;
+	struct cg_exec *x = g->x;
+	if (x->holder == g)
+		return 0;
+	if (g->graph && g->rent >= EXEC_RENT) {
+		uint64_t t0 = cg_monotonic_ns();
+		int in = cg_backend_enter(g->ctx);
+		CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : exec_own(g, NULL, NULL, 0);
+		cg_backend_leave(in);
+		replay_time(&build_ns, t0);
+		if (r == CUDA_SUCCESS) {
+			exec_leave(x, g);
+			atomic_fetch_add(&execs_bought, 1);
+			g->switching = false;
+			return 1;  /* exec_own made g the holder */
+		}
+		g->rent = 0;  /* out of device memory, say: share on, and try again after as long */
+	}
+	g->switching = x->holder != NULL;
+	if (g->switching)
+		atomic_fetch_add(&exec_switches, 1);
+	x->holder = g;
+	(void)detail;
+	return 1;
 }
 
 static CUresult patch_kernel(struct chunk_graph *g, uint32_t index, const struct cg_op *op)
@@ -324,7 +508,7 @@ static CUresult patch_kernel(struct chunk_graph *g, uint32_t index, const struct
 	p.sharedMemBytes = sh.shmem;
 	p.kernelParams = l->n ? params : NULL;
 	p.extra = NULL;
-	CUresult r = CG_REAL(cuGraphExecKernelNodeSetParams_v2)(g->exec, g->nodes[index], &p);
+	CUresult r = CG_REAL(cuGraphExecKernelNodeSetParams_v2)(g->x->exec, g->x->nodes[index], &p);
 	if (params != inline_params)
 		free(params);
 	return r;
@@ -334,19 +518,34 @@ static CUresult patch_memop(struct chunk_graph *g, uint32_t index, const struct 
 {
 	struct cg_sig copy;
 	const struct cg_sig *sig = cg_sig_read(&copy, op->sig, op->sig_len);
+	CUgraphExec exec = g->x->exec;
+	CUgraphNode node = g->x->nodes[index];
 	if (sig->kind == CG_K_COPY) {
 		CUDA_MEMCPY3D c = {
 			.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = mem_arg(op, 1),
 			.dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = mem_arg(op, 0),
 			.WidthInBytes = mem_arg(op, 2), .Height = 1, .Depth = 1,
 		};
-		return CG_REAL(cuGraphExecMemcpyNodeSetParams)(g->exec, g->nodes[index], &c, g->ctx);
+		return CG_REAL(cuGraphExecMemcpyNodeSetParams)(exec, node, &c, g->ctx);
 	}
 	CUDA_MEMSET_NODE_PARAMS m = {
 		.dst = mem_arg(op, 0), .value = (unsigned)mem_arg(op, 1),
 		.elementSize = sig->kind == CG_K_MEMSET8 ? 1 : 4, .width = mem_arg(op, 2), .height = 1,
 	};
-	return CG_REAL(cuGraphExecMemsetNodeSetParams)(g->exec, g->nodes[index], &m, g->ctx);
+	return CG_REAL(cuGraphExecMemsetNodeSetParams)(exec, node, &m, g->ctx);
+}
+
+/* A graph on a shared executable remembers what it patched in: a patch after a switch whose
+ * arguments equal the last ones is rent. */
+static void note_patch(struct chunk_graph *g, uint32_t index, const struct cg_op *op)
+{
+	unsigned char *last = g->last + g->last_off[index];
+	uint32_t len = g->last_off[index + 1] - g->last_off[index];
+	if (len != op->args_len)
+		return;  /* the policy patches with the arguments it built with: never */
+	if (g->switching && memcmp(last, op->args, len) == 0)
+		g->rent++;
+	memcpy(last, op->args, len);
 }
 
 static int be_patch(void *be, void *graph, uint32_t index, const struct cg_op *op, const char **detail)
@@ -354,6 +553,11 @@ static int be_patch(void *be, void *graph, uint32_t index, const struct cg_op *o
 	struct chunk_graph *g = graph;
 	if (index >= g->n)
 		return -EINVAL;
+	if (g->x->holder != g) {  /* not claimed: the executable holds another graph's nodes */
+		if (detail)
+			*detail = "graph not claimed before its patch";
+		return -ESTALE;
+	}
 	uint64_t t0 = cg_monotonic_ns();
 	int in = cg_backend_enter(g->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT
@@ -361,6 +565,8 @@ static int be_patch(void *be, void *graph, uint32_t index, const struct cg_op *o
 	                                                 : patch_memop(g, index, op);
 	cg_backend_leave(in);
 	replay_time(&patch_ns, t0);
+	if (r == CUDA_SUCCESS && g->last)
+		note_patch(g, index, op);
 	if (r == CUDA_SUCCESS && cg_nvtx_on())
 		g->patched++;
 	return r == CUDA_SUCCESS ? 0 : fail(r, detail);
@@ -370,6 +576,12 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 {
 	struct cg_sstate *s = stream;
 	struct chunk_graph *g = graph;
+	if (g->x->holder != g) {
+		if (detail)
+			*detail = "graph not claimed before its launch";
+		return -ESTALE;
+	}
+	g->switching = false;
 	CUstream st;
 	uint64_t t0 = cg_monotonic_ns();
 	int in = cg_backend_enter(s->ctx);
@@ -380,7 +592,7 @@ static int be_launch(void *be, void *stream, void *graph, const char **detail)
 		g->patched = 0;
 	}
 	if (r == CUDA_SUCCESS)
-		r = CG_REAL(cuGraphLaunch)(g->exec, st);
+		r = CG_REAL(cuGraphLaunch)(g->x->exec, st);
 	if (mark)
 		cg_nvtx_replay_end();
 	cg_backend_leave(in);
@@ -397,9 +609,19 @@ static void be_destroy(void *be, void *graph)
 	cg_backend_leave(in);
 }
 
+void cg_backend_execs(struct cg_backend_execs *out)
+{
+	*out = (struct cg_backend_execs){ atomic_load(&execs_made), atomic_load(&graphs_joined),
+	                                  atomic_load(&exec_switches), atomic_load(&execs_bought) };
+}
+
 void cg_backend_forget_stream(struct cg_sstate *s)
 {
 	cg_timing_free(s);
+	/* its graphs are gone with its engine; any executable left is no longer offered */
+	for (struct cg_exec *x = s->execs; x; x = x->next)
+		x->pool = NULL;
+	s->execs = NULL;
 	if (s->capture && !cg_ctx_dead(s->ctx)) {
 		int in = cg_backend_enter(s->ctx);
 		CG_REAL(cuStreamDestroy_v2)(s->capture);
@@ -413,6 +635,7 @@ void cg_backend_forget_stream(struct cg_sstate *s)
 const struct cg_backend cg_cuda_backend = {
 	.eager = be_eager,
 	.build = be_build,
+	.claim = be_claim,
 	.patch = be_patch,
 	.launch = be_launch,
 	.destroy = be_destroy,

@@ -1,5 +1,6 @@
 /* The real-driver backend of the policy engine (policy/backend.h): eager submission of recorded
- * ops, chunk graphs built by capturing the ops on a private stream, node patches, launches. */
+ * ops, chunk graphs built by capturing the ops on a private stream (on an executable of their own,
+ * or one they share with other chunks of the stream), node patches, launches. */
 #ifndef CG_SHIM_CUDA_BACKEND_H
 #define CG_SHIM_CUDA_BACKEND_H
 
@@ -27,5 +28,12 @@ struct cg_backend_host_time {
 	uint64_t build_ns, patch_ns, launch_ns, flush_ns, flush_ops;
 };
 void cg_backend_host_time(struct cg_backend_host_time *out);
+/* Chunk graphs on shared executables (cuda_backend.c): executables instantiated, graphs built
+ * onto another chunk's executable instead, launches that switched an executable over to another
+ * graph (every node patched), and graphs that got an executable of their own later. */
+struct cg_backend_execs {
+	uint64_t made, joined, switches, bought;
+};
+void cg_backend_execs(struct cg_backend_execs *out);
 
 #endif

@@ -13,6 +13,8 @@
 #include "policy/engine.h"
 #include "shim/base/shim.h"
 
+struct cg_exec;
+
 /* How a per-thread default stream's deferred work reaches the GPU from another thread (ptds.h). */
 struct cg_ptds {
 	CUstream proxy;
@@ -28,6 +30,7 @@ struct cg_sstate {
 	CUstream handle;           /* what we submit to: the program's handle, or CU_STREAM_LEGACY */
 	CUcontext ctx;
 	CUstream capture;          /* private stream the backend captures chunk graphs on */
+	struct cg_exec *execs;     /* executables other chunks' graphs may run on (cuda_backend.c) */
 	struct cg_timing *timing;  /* the backend's cost-gate samples (timing.c), or NULL */
 	uint64_t id;               /* small number naming the stream in the report */
 	bool legacy;               /* the context's legacy default stream */

@@ -170,6 +170,13 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	cg_backend_graph_memory(&mem_now, &mem_peak);
 	cg_json_uint(j, "graph_memory_bytes", mem_now);
 	cg_json_uint(j, "graph_memory_peak_bytes", mem_peak);
+	/* graphs on shared executables: what instantiations they spared, what their switches did */
+	struct cg_backend_execs ex;
+	cg_backend_execs(&ex);
+	cg_json_uint(j, "executables", ex.made);
+	cg_json_uint(j, "graphs_sharing", ex.joined);
+	cg_json_uint(j, "executable_switches", ex.switches);
+	cg_json_uint(j, "executables_bought", ex.bought);
 	struct cg_engine_config costs;
 	cg_engine_config_default(&costs);
 	double saved = cg_engine_launch_saved_us(&costs, (double)st->ops_replayed,

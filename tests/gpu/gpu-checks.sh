@@ -129,11 +129,20 @@ print(", ".join("%s %s %s %s" % (v["vote"], v["api"], v["outcome"], v["reason"])
 fi
 if want conf; then
   # conformance programs (CPU twins in the cpu suite): events, host functions, uploads, shapes,
-  # launch shapes changing every iteration, legacy-stream ordering, fork, a crash mid-iteration
-  for c in events hostfunc uploads shapes grow legacy fork crash; do
+  # launch shapes changing every iteration, legacy-stream ordering, fork, a crash mid-iteration,
+  # variants whose graphs share an executable (switched every 8 tokens, every token)
+  for c in events hostfunc uploads shapes grow legacy fork crash swap; do
     [ -x "$progs/conf_$c" ] || continue
     SHIM_ENV="CUGRAFT_AUDIT=1" run conf_$c "$progs/conf_$c"; compare_exit conf_$c
   done
+  if [ -x "$progs/conf_swap" ]; then
+    SHIM_ENV="CUGRAFT_AUDIT=1" run conf_swap-1 "$progs/conf_swap" --period 1 --iters 400
+    compare_exit conf_swap-1
+    for n in conf_swap conf_swap-1; do
+      echo "   $n: $(summary "$out/$n.jsonl" graphs_built executables graphs_sharing executable_switches executables_bought |
+        awk '{printf "%s graphs built on %s executables (%s sharing), %s switches, %s bought", $1, $2, $3, $4, $5}')"
+    done
+  fi
   # a device copy and a memset whose sizes grow every token: patched into the graph's nodes
   for m in copy memset; do
     [ -x "$progs/conf_grow" ] || continue

@@ -88,12 +88,13 @@ static int fake_eager(void *be, void *stream, const struct cg_op *op, const char
 	return 0;
 }
 
-static int fake_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, void **graph,
-                      const char **detail)
+static int fake_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, bool share,
+                      void **graph, const char **detail)
 {
 	struct fake_backend *fb = be;
 	if (should_fail(fb, FAKE_BUILD, detail))
 		return -ENOMEM;
+	fb->shared_builds += share;
 	struct fake_graph *g = malloc(sizeof(*g) + n * sizeof(g->node[0]));
 	if (!g)
 		abort();
@@ -107,6 +108,25 @@ static int fake_build(void *be, void *stream, const struct cg_op *ops, uint32_t 
 	fb->built++;
 	*graph = g;
 	return 0;
+}
+
+static int fake_claim(void *be, void *graph, const char **detail)
+{
+	struct fake_backend *fb = be;
+	struct fake_graph *g = graph_of(fb, graph);
+	if (!g)
+		return -EINVAL;
+	if (!fb->steal_all) {
+		if (!fb->steal_permille)
+			return 0;
+		fb->rng = fb->rng * 6364136223846793005ull + 1442695040888963407ull;
+		if ((fb->rng >> 33) % 1000 >= fb->steal_permille)
+			return 0;
+	}
+	for (uint32_t i = 0; i < g->n; i++)
+		memset(g->node[i].args, 0x5A, g->node[i].args_len);
+	fb->steals++;
+	return 1;
 }
 
 static int fake_patch(void *be, void *graph, uint32_t index, const struct cg_op *op, const char **detail)
@@ -201,7 +221,7 @@ void fake_backend_init(struct fake_backend *fb, uint64_t seed)
 {
 	memset(fb, 0, sizeof(*fb));
 	fb->table = (struct cg_backend){ .eager = fake_eager, .build = fake_build,
-	                                 .patch = fake_patch, .launch = fake_launch,
+	                                 .claim = fake_claim, .patch = fake_patch, .launch = fake_launch,
 	                                 .destroy = fake_destroy, .event = fake_event };
 	fb->rng = seed * 0x9e3779b97f4a7c15ull + 1;
 }

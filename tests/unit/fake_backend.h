@@ -33,6 +33,13 @@ struct fake_backend {
 	uint32_t fail_permille[FAKE_NCALLS]; /* and fail randomly at this rate */
 	uint64_t rng;
 	long graphs_alive, graph_launches, patches, eager, built;
+	long shared_builds;        /* builds told they may share an executable */
+	/* Claims that find the graph's executable holding another graph's nodes: at this rate (and
+	 * every one while steal_all), a claim scrambles the graph's node arguments, as another graph
+	 * run on a shared executable would have left them, and answers 1. */
+	uint32_t steal_permille;
+	bool steal_all;
+	long steals;
 	long contract_errors;      /* misuse: wrong stream/sig/size, destroyed graph used, PASS or
 	                              boundary with work still pending, ... */
 	long events[8];            /* by cg_event_kind */

@@ -251,17 +251,18 @@ static struct {
 	bool built_slow;               /* the latest graph built holds it */
 	uint64_t key[256];             /* chunks whose graphs hold it */
 	int n;
-	int (*build)(void *, void *, const struct cg_op *, uint32_t, void **, const char **);
+	int (*build)(void *, void *, const struct cg_op *, uint32_t, bool, void **,
+	             const char **);
 	void (*event)(void *, const struct cg_event *);
 } slow;
 
-static int slow_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, void **graph,
-                      const char **detail)
+static int slow_build(void *be, void *stream, const struct cg_op *ops, uint32_t n, bool share,
+                      void **graph, const char **detail)
 {
 	slow.built_slow = false;
 	for (uint32_t i = 0; i < n; i++)
 		slow.built_slow |= ops[i].sig_len == 40 && !memcmp(ops[i].sig, slow.sig, 40);
-	return slow.build(be, stream, ops, n, graph, detail);
+	return slow.build(be, stream, ops, n, share, graph, detail);
 }
 
 static void slow_event(void *be, const struct cg_event *ev)
