@@ -17,7 +17,8 @@
 /* ---- replay ----------------------------------------------------------------------------- */
 
 /* A graph for one more position of `t`, built with the deferred ops' own arguments. A failure
- * only means this position shares an instance (and patches more). */
+ * only means this position shares an instance (and patches more). Its executable is its own:
+ * a position's instance exists to hold that position's arguments from step to step. */
 static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 {
 	struct cg_engine *e = s->e;
@@ -34,8 +35,8 @@ static bool add_instance(struct cg_stream *s, struct cg_chunk *t)
 	const char *detail = xa ? NULL : "out of host memory";
 	for (uint32_t i = 0; xa && i < t->n; i++)
 		cg_scratch_op(&s->sc, i, &s->ops[i]);
-	if (!xa || e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, cg_chunk_changes_most(t),
-	                             &graph, &detail) != 0) {
+	if (!xa || e->be->build(e->be_ctx, s->be_stream, s->ops, t->n, false, &graph,
+	                             &detail) != 0) {
 		__atomic_fetch_sub(&e->graphs_alive, 1, __ATOMIC_RELAXED);
 		cg_emit_build_failed(s, t, detail);
 		return false;

@@ -357,6 +357,10 @@ static void test_recurring_chunk_instances(void **state)
 	assert_int_equal(st.ops_replayed - replayed_before, 2 * K);
 	assert_true(st.patches - patches_before <= 2 * (K / 10));
 	assert_true(st.patches - patches_before >= 2 * (K / 10) - 2 * 2);
+	/* Each position's instance keeps an executable of its own (its pointer differs from the
+	 * other positions', yet not from step to step): only instance 0 may share. */
+	assert_true(st.graphs_built > st.chunks_learned);
+	assert_true(r.fb.shared_builds <= (long)st.chunks_learned);
 	rig_down(&r);
 }
 
