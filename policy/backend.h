@@ -14,8 +14,9 @@ struct cg_backend {
 	/* Submit one op eagerly on the stream, exactly as recorded. */
 	int (*eager)(void *be, void *stream, const struct cg_op *op, const char **detail);
 	/* Build one graph holding ops[0..n) in order, with these argument bytes, ready to launch.
-	 * `share`: the chunk's arguments change at most of its ops from run to run, so the graph may
-	 * run on an executable it shares with other graphs of the stream (see claim). *graph
+	 * `share`: the chunk's arguments changed at most of its ops from run to run (or no two runs
+	 * were compared), so the graph may run on an executable it shares with other graphs of the
+	 * stream (see claim). *graph
 	 * receives the backend's handle. Nothing runs. */
 	int (*build)(void *be, void *stream, const struct cg_op *ops, uint32_t n, bool share,
 	             void **graph, const char **detail);
