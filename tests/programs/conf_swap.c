@@ -87,6 +87,7 @@ int main(int argc, char **argv)
   unsigned long long h = 14695981039346656037ULL;
   for (int t = 0; t < iters; t++) {
     token(&k, t, period);
+    CK(cuStreamSynchronize(k.s));  /* the copy below runs on the legacy stream */
     h = prog_mix_device(h, k.acc, sizeof(unsigned long long));  /* the token read */
   }
   for (int i = 0; i < 4; i++)
