@@ -61,6 +61,7 @@ static _Atomic uint64_t graph_mem, graph_mem_peak;
  * instantiation, failed builds included), patching nodes, launching graphs; and in submitting
  * deferred or held ops eagerly, and those ops. */
 static _Atomic uint64_t build_ns, patch_ns, launch_ns, flush_ns, flush_ops;
+static _Atomic uint64_t capture_ns;  /* of build_ns: capturing the ops, reading their nodes */
 /* Executables instantiated; graphs built onto another chunk's executable; launches that switched
  * an executable over to another graph; graphs that got an executable of their own later
  * (cg_backend_execs). */
@@ -208,7 +209,7 @@ void cg_backend_host_time(struct cg_backend_host_time *out)
 {
 	*out = (struct cg_backend_host_time){ atomic_load(&build_ns), atomic_load(&patch_ns),
 	                                      atomic_load(&launch_ns), atomic_load(&flush_ns),
-	                                      atomic_load(&flush_ops) };
+	                                      atomic_load(&flush_ops), atomic_load(&capture_ns) };
 }
 
 /* --- shared executables --------------------------------------------------------------------
@@ -438,6 +439,7 @@ static int build(void *stream, const struct cg_op *ops, uint32_t n, bool share, 
 	uint64_t t0 = cg_monotonic_ns();
 	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : capture_chunk(s, g, ops, n);
+	atomic_fetch_add(&capture_ns, cg_monotonic_ns() - t0);
 	if (r == CUDA_SUCCESS)
 		r = place_chunk(s, g, ops, share);
 	cg_backend_leave(in);

@@ -26,6 +26,7 @@ void cg_backend_graph_memory(uint64_t *now, uint64_t *peak);
  * cost-gate sample): their host time in the driver and how many. */
 struct cg_backend_host_time {
 	uint64_t build_ns, patch_ns, launch_ns, flush_ns, flush_ops;
+	uint64_t capture_ns;  /* of build_ns: capturing the ops and reading their nodes */
 };
 void cg_backend_host_time(struct cg_backend_host_time *out);
 /* Chunk graphs on shared executables (cuda_backend.c): executables instantiated, graphs built

@@ -188,6 +188,7 @@ static void json_work(struct cg_json *j, const struct cg_stats *st)
 	struct cg_backend_host_time ht;
 	cg_backend_host_time(&ht);
 	cg_json_double(j, "graph_build_us", (double)ht.build_ns / 1000.0);
+	cg_json_double(j, "graph_capture_us", (double)ht.capture_ns / 1000.0);
 	cg_json_double(j, "patch_us", (double)ht.patch_ns / 1000.0);
 	cg_json_double(j, "graph_launch_us", (double)ht.launch_ns / 1000.0);
 	/* and what the deferred ops that ran eagerly after all took in the driver, wherever */

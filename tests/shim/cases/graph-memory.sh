@@ -1,6 +1,6 @@
 # the device memory graphs hold (the fake takes 64 KiB and 256 bytes a node from what cuMemGetInfo
 # reports free, per instantiated graph) is in the summary, and so is the host time the builds, the
-# patches and the graph launches took
+# patches and the graph launches took (of the builds, the captures)
 
 shim s "$progs/fourway" --iters 40
 built=$(summary "$tmp/s.jsonl" graphs_built)
@@ -9,6 +9,9 @@ peak=$(summary "$tmp/s.jsonl" graph_memory_peak_bytes)
 [ "$peak" -ge 65536 ] || fail "graph_memory_peak_bytes $peak with $built graphs built"
 build=$(summary "$tmp/s.jsonl" graph_build_us)
 awk -v b="$build" 'BEGIN { exit !(b > 0) }' || fail "graph_build_us '$build' with $built graphs built"
+capture=$(summary "$tmp/s.jsonl" graph_capture_us)
+awk -v c="$capture" -v b="$build" 'BEGIN { exit !(c > 0 && c <= b) }' ||
+  fail "graph_capture_us '$capture' of graph_build_us '$build'"
 launches=$(summary "$tmp/s.jsonl" graph_launches) patches=$(summary "$tmp/s.jsonl" patches)
 [ "$launches" -gt 0 ] && [ "$patches" -gt 0 ] || fail "$launches graph launches, $patches patches"
 for k in graph_launch_us patch_us; do
