@@ -378,8 +378,11 @@ static void cg_print_totals(const struct cg_merged *m)
 		printf("  saved      ~%.1f ms host time (estimate)",
 		       cg_merged_total(m, "host_time_saved_us", 0) / 1000.0);
 		double build = cg_merged_total(m, "graph_build_us", -1);
+		double capture = cg_merged_total(m, "graph_capture_us", -1);
 		if (build >= 0)
 			printf("; building the graphs took %.1f ms", build / 1000.0);
+		if (build > 0 && capture >= 0)
+			printf(" (%.0f%% of it capturing their ops)", 100.0 * capture / build);
 		printf("\n");
 		double sharing = cg_merged_total(m, "graphs_sharing", 0);
 		if (sharing > 0)

@@ -123,6 +123,11 @@ out=$("$CG" report "$T/ro.jsonl") || fail "exit $? on a record-only report"
 expect "$out" "  calls      the program's launch calls took 2.0 ms inside cugraft, 5.00 us each"
 expect "$out" "of it the driver took 1.8 ms in the 100% of them forwarded (4.50 us each); cugraft's own work about 0.50 us a call"
 echo "the driver's share of the launch calls and cugraft's own work"
+# Of the 100 us of builds, 60 capturing the ops (the rest instantiating)
+sed 's/"event":"summary",/&"graph_capture_us":60,/' "$T/fwd.jsonl" > "$T/capture.jsonl"
+out=$("$CG" report "$T/capture.jsonl") || fail "exit $? on a report with captures"
+expect "$out" "building the graphs took 0.1 ms (60% of it capturing their ops)"
+echo "the builds' share of capturing"
 # Of the calls' time, 300 us went to 100 deferred ops they submitted eagerly (a divergence): the
 # driver's too, not cugraft's own work (600 us left, 1.50 us a call); and the deferred ops that
 # ran eagerly anywhere, 250 of them in 1.0 ms
