@@ -280,8 +280,8 @@ static uint32_t skeleton(const struct cg_op *ops, uint32_t n, unsigned char *out
 }
 
 /* g's capture instantiated as its own executable, offered to `pool`'s other chunks when not
- * NULL (skeleton of ops, skel_len bytes). Context entered. */
-static CUresult exec_own(struct chunk_graph *g, struct cg_sstate *pool, const struct cg_op *ops,
+ * NULL (with its skeleton, skel_len bytes). Context entered. */
+static CUresult exec_own(struct chunk_graph *g, struct cg_sstate *pool, const unsigned char *skel,
                          uint32_t skel_len)
 {
 	struct cg_exec *x = calloc(1, sizeof(*x) + (pool ? skel_len : 0));
@@ -301,7 +301,8 @@ static CUresult exec_own(struct chunk_graph *g, struct cg_sstate *pool, const st
 	x->refs = 1;
 	x->holder = g;
 	if (pool) {
-		x->skel_len = skeleton(ops, g->n, x->skel);
+		memcpy(x->skel, skel, skel_len);
+		x->skel_len = skel_len;
 		x->pool = pool;
 		x->next = pool->execs;
 		pool->execs = x;
@@ -415,9 +416,10 @@ static CUresult place_chunk(struct cg_sstate *s, struct chunk_graph *g, const st
 	unsigned char *skel = len ? malloc(len) : NULL;
 	if (skel)
 		skeleton(ops, g->n, skel);
-	bool joined = skel && exec_join(g, s, ops, skel, len);
+	CUresult r = skel && exec_join(g, s, ops, skel, len) ? CUDA_SUCCESS
+	           : exec_own(g, skel ? s : NULL, skel, len);
 	free(skel);
-	return joined ? CUDA_SUCCESS : exec_own(g, skel ? s : NULL, ops, len);
+	return r;
 }
 
 static int build(void *stream, const struct cg_op *ops, uint32_t n, bool share, void **out,
@@ -490,7 +492,6 @@ static int be_claim(void *be, void *graph, const char **detail)
 	if (g->switching)
 		atomic_fetch_add(&exec_switches, 1);
 	x->holder = g;
-	(void)detail;
 	return 1;
 }
 
