@@ -1,10 +1,12 @@
 /* engine-bench: ns per op of the policy engine's hot paths on this CPU, with a backend that does
  * nothing. A 300-op loop (96-byte signatures, 64-byte arguments, one scalar changing every step)
  * with a sync at the end of each iteration, timed on the learning path (chunks never reach
- * warmup) and on the replay path (matching, deferral, patching one node, launching).
+ * warmup) and on the replay path (matching, deferral, patching one node, launching); and on the
+ * replay path with a size in every op's arguments changing every step, as every kernel's shape
+ * does in a decode over a growing context (every node patched).
  *
- *   engine-bench                   time both paths over millions of ops
- *   engine-bench --callgrind PATH  a few iterations of PATH (learn|replay) in bench_loop(), for
+ *   engine-bench                   time the paths over millions of ops
+ *   engine-bench --callgrind PATH  a few iterations of PATH (learn|replay|grow) in bench_loop(),
  *       valgrind --tool=callgrind --toggle-collect=bench_loop engine-bench --callgrind replay
  *   (instructions per op = Ir of bench_loop / the ops printed) */
 #include <stdint.h>
@@ -20,6 +22,7 @@
 
 static unsigned char sigs[LOOP][SIG_LEN], args[LOOP][ARGS_LEN];
 static int graph_token;
+static bool growing; /* every op's third argument word changes every step */
 
 static int null_eager(void *be, void *stream, const struct cg_op *op, const char **detail)
 {
@@ -70,6 +73,8 @@ static inline uint64_t drive(struct cg_stream *s, uint64_t first, uint64_t iters
 	uint64_t passed = 0;
 	for (uint64_t it = first; it < first + iters; it++) {
 		memcpy(args[7] + 24, &it, sizeof(it));  /* an RNG offset: by value, every step */
+		for (uint32_t p = 0; growing && p < LOOP; p++)
+			memcpy(args[p] + 16, &it, sizeof(it));  /* the sequence's length */
 		for (uint32_t p = 0; p < LOOP; p++) {
 			struct cg_op op = { .sig = sigs[p], .args = args[p], .sig_len = SIG_LEN,
 			                    .args_len = ARGS_LEN };
@@ -103,8 +108,9 @@ static double now_s(void)
 /* Returns ns per op; `replay` selects the path, checked through the engine's statistics.
  * `measure`: with the deferral controller counting ops (on the null backend its decisions mean
  * nothing, so the replay path is timed without it). */
-static double run(bool replay, bool measure, uint64_t iters, bool quiet)
+static double run(bool replay, bool grow, bool measure, uint64_t iters, bool quiet)
 {
+	growing = grow;
 	struct cg_engine_config cfg;
 	cg_engine_config_default(&cfg);
 	cfg.warmup = replay ? 3 : UINT32_MAX;
@@ -131,12 +137,12 @@ static double run(bool replay, bool measure, uint64_t iters, bool quiet)
 	}
 	if (!quiet)
 		printf("%-8s %-11s %10llu ops  %6.1f ns/op  (%llu graph launches, %llu patches)\n",
-		       replay ? "replay" : "learning", measure ? "(measuring)" : "",
+		       !replay ? "learning" : grow ? "growing" : "replay", measure ? "(measuring)" : "",
 		       (unsigned long long)ops, (t1 - t0) * 1e9 / ops,
 		       (unsigned long long)(after.graph_launches - before.graph_launches),
 		       (unsigned long long)(after.patches - before.patches));
 	else
-		printf("%s: %llu ops in bench_loop\n", replay ? "replay" : "learning",
+		printf("%s: %llu ops in bench_loop\n", !replay ? "learning" : grow ? "growing" : "replay",
 		       (unsigned long long)ops);
 	cg_stream_free(s, CG_R_EXIT);
 	cg_engine_free(e, false);
@@ -147,15 +153,17 @@ int main(int argc, char **argv)
 {
 	make_loop();
 	if (argc == 3 && strcmp(argv[1], "--callgrind") == 0) {
-		run(strcmp(argv[2], "replay") == 0, false, 200, true);
+		bool grow = strcmp(argv[2], "grow") == 0;
+		run(grow || strcmp(argv[2], "replay") == 0, grow, false, 200, true);
 		return 0;
 	}
 	if (argc != 1) {
-		fprintf(stderr, "usage: engine-bench [--callgrind learn|replay]\n");
+		fprintf(stderr, "usage: engine-bench [--callgrind learn|replay|grow]\n");
 		return 2;
 	}
-	run(false, false, 20000, false);
-	run(false, true, 20000, false);
-	run(true, false, 20000, false);
+	run(false, false, false, 20000, false);
+	run(false, false, true, 20000, false);
+	run(true, false, false, 20000, false);
+	run(true, true, false, 20000, false);
 	return 0;
 }
