@@ -155,11 +155,15 @@ static void cg_profile_floor(const struct cg_profile *p, double per)
 		printf("  GPU idle in launch calls   unknown (the run outlived the record of its launch calls)\n");
 	bool untraced = p->idle_untraced_us >= 0;
 	if (untraced) {
+		/* Paused, a median can come out above the one traced (noise where the records add
+		 * nothing): nothing added, as the shim counts it (floor.c). */
+		double added = p->call_traced_us > p->call_untraced_us ?
+		               p->call_traced_us - p->call_untraced_us : 0;
 		printf("  tracing                    CUPTI's kernel records added %.2f us to each launch "
 		       "call (%.2f us paused, %.2f on: medians of the program's, early in the run); "
 		       "without them, GPU idle in launch calls %s %s (CUPTI attached costs more: "
 		       "left in)\n",
-		       p->call_traced_us - p->call_untraced_us, p->call_untraced_us,
+		       added, p->call_untraced_us,
 		       p->call_traced_us, cg_time(a, sizeof a, p->idle_untraced_us / per), unit);
 		if (p->launch_gap_traced > 0)
 			snprintf(gap + strlen(gap), sizeof gap - strlen(gap), " (as traced: %.2fx)",
