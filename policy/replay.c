@@ -250,6 +250,7 @@ bool cg_start_deferral(struct cg_stream *s, const struct cg_op *op, uint64_t has
 	d->ncand = 0;
 	d->expect = NULL;
 	for (struct cg_chunk *t = cg_index_armed(&s->ix, hash); t; t = t->armed_next) {
+		ST(s, candidates, 1);
 		if (!cg_chunk_op_matches(t, 0, op, hash))
 			continue;
 		if (d->ncand == d->cap && !grow_cand(s))
@@ -308,6 +309,7 @@ bool cg_follow_deferred(struct cg_stream *s, const struct cg_op *op, uint64_t ha
 	uint32_t pos = s->sc.n, kept = 0;
 	CG_ASSERT(s->mode == CG_MODE_DEFERRING);
 	bool expect_kept = false;  /* `expect` is always one of the candidates: matched once */
+	ST(s, candidates, d->ncand);
 	for (uint32_t i = 0; i < d->ncand; i++) {
 		struct cg_chunk *t = d->cand[i];
 		if (t->n > pos && cg_chunk_op_matches(t, pos, op, hash)) {

@@ -1784,6 +1784,40 @@ static uint32_t one_of_four(int it)
 	return 1 + ((uint32_t)it * 2654435761u >> 13) % 4;
 }
 
+/* candidate_compares: a loop of distinct kernels, once its chunks are armed, compares one
+ * candidate with each deferred op (each chunk is the only armed one its first op starts); with
+ * two variants of a place, both are followed from the place's first op until one is picked. */
+static void test_candidates_counted(void **state)
+{
+	(void)state;
+	for (int variants = 0; variants < 2; variants++) {
+		struct rig r;
+		rig_up(&r, config(2, 64), 1);
+		struct cg_stats at = { 0 };
+		for (int it = 0; it < 30; it++) {
+			if (it == 20)
+				at = stats(&r);
+			for (uint32_t p = 0; p < LOOP; p++) {
+				struct cg_op op = mkop(p, p == 150 && variants ? every_other(it) : 1,
+				                       0x7000000 + p * 0x1000, 1);
+				fake_submit(&r.fb, r.s[0], 0, &op);
+			}
+			fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+		}
+		struct cg_stats st = stats(&r);
+		uint64_t compared = st.candidates - at.candidates, replayed = st.ops_replayed - at.ops_replayed;
+		print_message("%s: %lu candidates compared for %lu ops replayed\n",
+		              variants ? "two variants" : "one loop", (unsigned long)compared,
+		              (unsigned long)replayed);
+		assert_int_equal(replayed, 10 * LOOP);
+		if (variants)
+			assert_true(compared > replayed);
+		else
+			assert_int_equal(compared, replayed);
+		rig_down(&r);
+	}
+}
+
 static void test_place_variants_replay(void **state)
 {
 	/* two variants fit a place; four go past its bound, and are replayed all the same */
@@ -1835,9 +1869,10 @@ static void test_decode_variants_replay(void **state)
 	}
 	struct cg_stats st = stats(&r);
 	uint64_t ops = st.ops - at.ops, replayed = st.ops_replayed - at.ops_replayed;
-	print_message("tokens 40-299: %lu of %lu ops replayed, %lu divergences, %lu places with variants\n",
+	print_message("tokens 40-299: %lu of %lu ops replayed, %lu divergences, %lu places with variants, %lu candidates compared\n",
 	              (unsigned long)replayed, (unsigned long)ops,
-	              (unsigned long)(st.divergences - at.divergences), (unsigned long)st.place_variants);
+	              (unsigned long)(st.divergences - at.divergences), (unsigned long)st.place_variants,
+	              (unsigned long)(st.candidates - at.candidates));
 	assert_true(replayed * 100 >= ops * 95);
 	assert_true((st.divergences - at.divergences) * 10 <= 260);
 	rig_down(&r);
@@ -1956,6 +1991,7 @@ int main(void)
 		cmocka_unit_test(test_sig_hash_and_reasons),
 		cmocka_unit_test(test_assertions_are_on),
 		cmocka_unit_test(test_place_variants_replay),
+		cmocka_unit_test(test_candidates_counted),
 		cmocka_unit_test(test_decode_variants_replay),
 		cmocka_unit_test(test_shared_executables_patched_whole),
 	};
