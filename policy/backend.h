@@ -16,8 +16,7 @@ struct cg_backend {
 	/* Build one graph holding ops[0..n) in order, with these argument bytes, ready to launch.
 	 * `share`: the chunk's arguments changed at most of its ops from run to run (or no two runs
 	 * were compared), so the graph may run on an executable it shares with other graphs of the
-	 * stream (see claim). *graph
-	 * receives the backend's handle. Nothing runs. */
+	 * stream (see claim). *graph receives the backend's handle. Nothing runs. */
 	int (*build)(void *be, void *stream, const struct cg_op *ops, uint32_t n, bool share,
 	             void **graph, const char **detail);
 	/* Optional (may be NULL: every graph keeps its arguments): before the patches and the

@@ -259,8 +259,12 @@ static void exec_leave(struct cg_exec *x, struct chunk_graph *g)
 	exec_free(x);
 }
 
-/* The skeleton of ops[0..n) into out (NULL: only its length): each node's launch attributes.
- * 0: the ops cannot share (a memop's new width may be refused by an executable's update). */
+/* The most bytes a node adds to a skeleton. */
+#define SKEL_NODE_MAX (sizeof(uint32_t) + CG_MAX_ATTRS * sizeof(CUlaunchAttribute))
+
+/* The skeleton of ops[0..n) into out (room for n * SKEL_NODE_MAX bytes): each node's launch
+ * attributes; its length. 0: the ops cannot share (a memop's new width may be refused by an
+ * executable's update). */
 static uint32_t skeleton(const struct cg_op *ops, uint32_t n, unsigned char *out)
 {
 	uint32_t len = 0;
@@ -270,10 +274,8 @@ static uint32_t skeleton(const struct cg_op *ops, uint32_t n, unsigned char *out
 		if (sig->kind != CG_K_KERNEL)
 			return 0;
 		uint32_t attrs = sig->nattrs * (uint32_t)sizeof(CUlaunchAttribute);
-		if (out) {
-			memcpy(out + len, &sig->nattrs, sizeof(sig->nattrs));
-			memcpy(out + len + sizeof(sig->nattrs), sig->attrs, attrs);
-		}
+		memcpy(out + len, &sig->nattrs, sizeof(sig->nattrs));
+		memcpy(out + len + sizeof(sig->nattrs), sig->attrs, attrs);
 		len += (uint32_t)sizeof(sig->nattrs) + attrs;
 	}
 	return len;
@@ -412,12 +414,10 @@ static CUresult capture_chunk(struct cg_sstate *s, struct chunk_graph *g, const 
 static CUresult place_chunk(struct cg_sstate *s, struct chunk_graph *g, const struct cg_op *ops,
                             bool share)
 {
-	uint32_t len = share ? skeleton(ops, g->n, NULL) : 0;
-	unsigned char *skel = len ? malloc(len) : NULL;
-	if (skel)
-		skeleton(ops, g->n, skel);
-	CUresult r = skel && exec_join(g, s, ops, skel, len) ? CUDA_SUCCESS
-	           : exec_own(g, skel ? s : NULL, skel, len);
+	unsigned char *skel = share ? malloc(g->n * SKEL_NODE_MAX) : NULL;
+	uint32_t len = skel ? skeleton(ops, g->n, skel) : 0;
+	CUresult r = len && exec_join(g, s, ops, skel, len) ? CUDA_SUCCESS
+	           : exec_own(g, len ? s : NULL, skel, len);
 	free(skel);
 	return r;
 }
