@@ -441,10 +441,12 @@ static int build(void *stream, const struct cg_op *ops, uint32_t n, bool share, 
 	uint64_t t0 = cg_monotonic_ns();
 	int in = cg_backend_enter(s->ctx);
 	CUresult r = in == CG_CTX_FAILED ? CUDA_ERROR_INVALID_CONTEXT : capture_chunk(s, g, ops, n);
-	atomic_fetch_add(&capture_ns, cg_monotonic_ns() - t0);
+	cg_tls.build.capture_ns = cg_monotonic_ns() - t0;
+	atomic_fetch_add(&capture_ns, cg_tls.build.capture_ns);
 	if (r == CUDA_SUCCESS)
 		r = place_chunk(s, g, ops, share);
 	cg_backend_leave(in);
+	cg_tls.build.ns = cg_monotonic_ns() - t0;
 	replay_time(&build_ns, t0);
 	if (r != CUDA_SUCCESS) {
 		graph_free(g);

@@ -131,6 +131,10 @@ void cg_events_engine(void *be, const struct cg_event *ev)
 	}
 	if (ev->detail)
 		cg_json_str(j, "detail", ev->detail);
+	if (ev->kind == CG_EV_GRAPH_BUILT) {  /* built on this thread just now (cuda_backend.c) */
+		cg_json_double(j, "build_us", (double)cg_tls.build.ns / 1e3);
+		cg_json_double(j, "capture_us", (double)cg_tls.build.capture_ns / 1e3);
+	}
 	if (ev->cost)
 		json_timing(j, ev->cost, ev->reason);
 	/* The program's call that made the engine decide; a timeout comes from the flusher. */

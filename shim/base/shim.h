@@ -63,6 +63,9 @@ struct cg_tls {
 	/* nvtx.c: whether this engine call pushed a flush range, the ops the backend submitted
 	 * eagerly in it, and the content of the graph being built. */
 	struct { bool range; uint32_t eager; uint64_t built; } nvtx;
+	/* cuda_backend.c: the host time of this thread's latest graph build and of capturing its
+	 * ops (ns), for its graph_built record (events.c). */
+	struct { uint64_t ns, capture_ns; } build;
 	/* nccl_hooks.c: the NCCL group depth, and the streams (CUstream) of the group's collectives:
 	 * n of them; CG_TLS_GROUP_STREAMS + 1: more than fit, the group's end submits every stream. */
 	struct { int depth, n; void *s[CG_TLS_GROUP_STREAMS]; } nccl_group;

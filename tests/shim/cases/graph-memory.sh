@@ -12,6 +12,18 @@ awk -v b="$build" 'BEGIN { exit !(b > 0) }' || fail "graph_build_us '$build' wit
 capture=$(summary "$tmp/s.jsonl" graph_capture_us)
 awk -v c="$capture" -v b="$build" 'BEGIN { exit !(c > 0 && c <= b) }' ||
   fail "graph_capture_us '$capture' of graph_build_us '$build'"
+# a chunk's first graph has a record of its own (further instances of it none), with the build's
+# host time and its capture's, which the summary sums
+python3 - "$tmp/s.jsonl" <<'EOF' || fail "graph_built records do not hold each build's time"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+s = [r for r in recs if r.get("event") == "summary"][-1]
+built = [r for r in recs if r.get("event") == "graph_built"]
+ok = 0 < len(built) <= s["graphs_built"] and all(0 < r["capture_us"] <= r["build_us"] for r in built)
+total = sum(r["build_us"] for r in built)
+print("%d graph_built records, %.1f us in them, graph_build_us %.1f" % (len(built), total, s["graph_build_us"]))
+sys.exit(0 if ok and 0 < total <= s["graph_build_us"] + 0.01 * len(built) else 1)
+EOF
 launches=$(summary "$tmp/s.jsonl" graph_launches) patches=$(summary "$tmp/s.jsonl" patches)
 [ "$launches" -gt 0 ] && [ "$patches" -gt 0 ] || fail "$launches graph launches, $patches patches"
 for k in graph_launch_us patch_us; do
