@@ -9,11 +9,12 @@
 struct mb_args {
     int kernels, blocks, iters, warmup, sync_each, use_graph, ptds;
     int syncs;   /* host syncs inside each iteration, evenly spaced (not with --graph) */
+    int host_kib; /* host memory the program's own work touches before each launch (KiB) */
 };
 
 static inline struct mb_args mb_parse(int argc, char **argv)
 {
-    struct mb_args a = { 1000, 16, 100, 5, 0, 0, 0, 0 };
+    struct mb_args a = { 1000, 16, 100, 5, 0, 0, 0, 0, 0 };
     int ok = 1;
     for (int i = 1; i < argc && ok; i++) {
         if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
@@ -32,16 +33,33 @@ static inline struct mb_args mb_parse(int argc, char **argv)
             a.ptds = 1;
         else if (!strcmp(argv[i], "--syncs") && i + 1 < argc)
             a.syncs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--host-kib") && i + 1 < argc)
+            a.host_kib = atoi(argv[++i]);
         else
             ok = 0;
     }
     if (!ok || a.kernels < 1 || a.blocks < 1 || a.iters < 1 || a.warmup < 1 || a.syncs < 0 ||
-        a.syncs > a.kernels || (a.syncs && a.use_graph)) {
+        a.syncs > a.kernels || (a.syncs && a.use_graph) || a.host_kib < 0 || a.host_kib > (1 << 20)) {
         fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph] [--ptds]\n"
-                        "          [--syncs S (host syncs inside each iteration; not with --graph)]\n",
+                        "          [--syncs S (host syncs inside each iteration; not with --graph)]\n"
+                        "          [--host-kib K (host memory touched before each launch, as an interpreter's work)]\n",
                 argv[0]);
         exit(2);
     }
     return a;
+}
+
+/* The program's own work between two launches, as an interpreter's: a write to every cache line
+ * of `bytes` of its memory (buf from mb_host_buffer), which moves cugraft's data out of the
+ * core's caches as the host work of a PyTorch loop does. */
+static inline unsigned char *mb_host_buffer(const struct mb_args *a)
+{
+    return a->host_kib ? (unsigned char *)calloc((size_t)a->host_kib, 1024) : NULL;
+}
+
+static inline void mb_host_work(volatile unsigned char *buf, const struct mb_args *a)
+{
+    for (size_t i = 0; buf && i < (size_t)a->host_kib * 1024; i += 64)
+        buf[i]++;
 }
 #endif

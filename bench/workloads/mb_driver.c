@@ -43,6 +43,9 @@ int main(int argc, char **argv)
     HG_CHECK(cuMemsetD32Async(p, 0, (size_t)n, s));   /* 0.0f */
     HG_CHECK(cuStreamSynchronize(s));
 
+    unsigned char *work = mb_host_buffer(&opt);
+    if (opt.host_kib && !work)
+        return 1;
     struct hand_graph h;
     hg_init(&h, s, use_graph);
     double t0 = 0, c0 = 0, submit = 0;
@@ -59,6 +62,7 @@ int main(int argc, char **argv)
             float b = 0.001f * (float)(k % 13);
             struct hg_args args = {0};
             HG_ARG(&args, p); HG_ARG(&args, a); HG_ARG(&args, b); HG_ARG(&args, n);
+            mb_host_work(work, &opt);
             hg_launch(&h, f, (unsigned)blocks, BLOCK, &args);
             if (opt.syncs && (k + 1) % (kernels / opt.syncs) == 0 && k + 1 < kernels)
                 HG_CHECK(cuStreamSynchronize(s));
@@ -82,6 +86,7 @@ int main(int argc, char **argv)
     printf("cpu_us %.3f\n", cpu_us);  /* the submitting thread's CPU time per iteration */
     printf("submit_us %.3f\n", submit / iters);  /* wall time of the launch loop, its closing sync excluded */
     free(host);
+    free(work);
     hg_destroy(&h);
     return 0;
 }
