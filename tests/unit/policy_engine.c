@@ -489,6 +489,45 @@ static void test_divergence_mid_chunk(void **state)
 	rig_down(&r);
 }
 
+/* Ops whose signature or arguments are 64 KiB or longer (lengths a template's keys do not
+ * hold): they match by their full lengths, so a chunk replays them, and an op one byte longer
+ * at the same place diverges. */
+static void test_long_ops_match_by_length(void **state)
+{
+	(void)state;
+	enum { LONG = 70000 };
+	static unsigned char long_sig[LONG + 1], long_args[LONG + 1];
+	for (int which = 0; which < 2; which++) {  /* a long signature, then long arguments */
+		struct rig r;
+		rig_up(&r, config(3, 64), 1);
+		for (int it = 0; it < 12; it++) {
+			uint64_t before = stats(&r).ops_replayed;
+			for (uint32_t p = 0; p < LOOP; p++) {
+				struct cg_op op = mkop(p, 1, 0x7000000 + p * 0x1000, 1);
+				if (p == 150) {
+					uint32_t len = LONG + (it == 8);  /* one byte longer at iteration 8 */
+					memcpy(which ? long_args : long_sig, which ? op.args : op.sig, 64);
+					if (which) {
+						op.args = long_args, op.args_len = len;
+					} else {
+						op.sig = long_sig, op.sig_len = len;
+						op.hash = 0x5150;  /* the same hash for both lengths */
+					}
+				}
+				fake_submit(&r.fb, r.s[0], 0, &op);
+			}
+			fake_boundary(&r.fb, r.s[0], 0, CG_R_SYNC);
+			uint64_t replayed = stats(&r).ops_replayed - before;
+			if (it == 8)
+				assert_true(replayed < LOOP);
+			else if (it > 8)
+				assert_int_equal(replayed, LOOP);
+		}
+		assert_int_equal(r.fb.last_divergence.op_index, 8 * LOOP + 150);
+		rig_down(&r);
+	}
+}
+
 static void test_boundary_flushes_partial_chunk(void **state)
 {
 	struct rig r;
@@ -1992,6 +2031,7 @@ int main(void)
 		cmocka_unit_test(test_assertions_are_on),
 		cmocka_unit_test(test_place_variants_replay),
 		cmocka_unit_test(test_candidates_counted),
+		cmocka_unit_test(test_long_ops_match_by_length),
 		cmocka_unit_test(test_decode_variants_replay),
 		cmocka_unit_test(test_shared_executables_patched_whole),
 	};
