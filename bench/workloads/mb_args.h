@@ -39,10 +39,11 @@ static inline struct mb_args mb_parse(int argc, char **argv)
             ok = 0;
     }
     if (!ok || a.kernels < 1 || a.blocks < 1 || a.iters < 1 || a.warmup < 1 || a.syncs < 0 ||
-        a.syncs > a.kernels || (a.syncs && a.use_graph) || a.host_kib < 0 || a.host_kib > (1 << 20)) {
+        a.syncs > a.kernels || (a.syncs && a.use_graph) || a.host_kib < 0 ||
+        a.host_kib > (1 << 20)) {
         fprintf(stderr, "usage: %s [--kernels K] [--blocks B] [--iters N] [--warmup N] [--sync] [--graph] [--ptds]\n"
                         "          [--syncs S (host syncs inside each iteration; not with --graph)]\n"
-                        "          [--host-kib K (host memory touched before each launch, as an interpreter's work)]\n",
+                        "          [--host-kib K (KiB of host memory written before each launch)]\n",
                 argv[0]);
         exit(2);
     }
@@ -50,8 +51,8 @@ static inline struct mb_args mb_parse(int argc, char **argv)
 }
 
 /* The program's own work between two launches, as an interpreter's: a write to every cache line
- * of `bytes` of its memory (buf from mb_host_buffer), which moves cugraft's data out of the
- * core's caches as the host work of a PyTorch loop does. */
+ * of --host-kib KiB of its memory (buf from mb_host_buffer), which moves cugraft's data out of
+ * the core's caches as the host work of a PyTorch loop does. */
 static inline unsigned char *mb_host_buffer(const struct mb_args *a)
 {
     return a->host_kib ? (unsigned char *)calloc((size_t)a->host_kib, 1024) : NULL;

@@ -27,14 +27,6 @@ struct cg_shim {
 };
 extern struct cg_shim cg_shim;
 
-/* This thread's state, all of it, in one block (shim.c defines it), as uftrace keeps its
- * mcount_thread_data. Zero in a new thread; a fork() child keeps the forking thread's. In the
- * static TLS block (initial-exec, also where a file is built without -ftls-model): each access is
- * one load off the thread pointer, never __tls_get_addr, which may allocate and is a good part of
- * a forwarded call's cost. Each part names the one file that writes it; the base knows no driver
- * type nor any type of a layer above it, so their handles are untyped pointers here, typed by
- * that file. (The log's re-entry guard stays in log.c: the support library is also linked by the
- * `cugraft` command and unit tests, which have no shim.) */
 /* On a definition: a global that every launch call reads and that is seldom written (start-up,
  * a new stream, an attribute set). They share a section of their own, which the linker fills
  * with them side by side (an orphan section, gathered by name whatever the link order): where
@@ -43,6 +35,14 @@ extern struct cg_shim cg_shim;
  * count) stay out: their writes would take the line from the readers. */
 #define CG_HOT __attribute__((section("cugraft_hot")))
 
+/* This thread's state, all of it, in one block (shim.c defines it), as uftrace keeps its
+ * mcount_thread_data. Zero in a new thread; a fork() child keeps the forking thread's. In the
+ * static TLS block (initial-exec, also where a file is built without -ftls-model): each access is
+ * one load off the thread pointer, never __tls_get_addr, which may allocate and is a good part of
+ * a forwarded call's cost. Each part names the one file that writes it; the base knows no driver
+ * type nor any type of a layer above it, so their handles are untyped pointers here, typed by
+ * that file. (The log's re-entry guard stays in log.c: the support library is also linked by the
+ * `cugraft` command and unit tests, which have no shim.) */
 #define CG_TLS_STREAM_WAYS 8  /* registry.c: streams this thread looked up last */
 #define CG_TLS_GROUP_STREAMS 8 /* nccl_hooks.c: streams of collectives in an open NCCL group */
 struct cg_tls {
