@@ -286,9 +286,9 @@ struct cg_chunk *cg_index_add(struct cg_index *ix, const struct cg_scratch *sc)
 	}
 	if (ix->nchunks >= CG_MAX_CHUNKS || sc->lossy || !key_room(ix))
 		return NULL;
-	/* One allocation: header, 8-byte arrays, the ops' keys, pointer array, offsets, then the bytes. */
+	/* One allocation: header, 8-byte arrays, pointer array, offsets, then the bytes. */
 	size_t head = (sizeof(struct cg_chunk) + 7) & ~(size_t)7;
-	size_t size = head + n * (2 * sizeof(uint64_t) + sizeof(struct cg_op_key) + sizeof(char *)) +
+	size_t size = head + n * (2 * sizeof(uint64_t) + sizeof(char *)) +
 	              2 * (n + 1) * sizeof(uint32_t) + sig_bytes + args_bytes;
 	struct cg_chunk *t = ix->mem(NULL, size);
 	if (!t)
@@ -298,8 +298,7 @@ struct cg_chunk *cg_index_add(struct cg_index *ix, const struct cg_scratch *sc)
 	t->n = n;
 	t->hash = (uint64_t *)((char *)t + head);
 	t->changed = t->hash + n;
-	t->keys = (struct cg_op_key *)(t->changed + n);
-	t->name = (const char **)(t->keys + n);
+	t->name = (const char **)(t->changed + n);
 	t->sig_off = (uint32_t *)(t->name + n);
 	t->args_off = t->sig_off + n + 1;
 	t->sig = (unsigned char *)(t->args_off + n + 1);
@@ -313,10 +312,6 @@ struct cg_chunk *cg_index_add(struct cg_index *ix, const struct cg_scratch *sc)
 		t->sig_off[i + 1] = t->sig_off[i] + sc->sig_len[i];
 		memcpy(t->args + t->args_off[i], sc->bytes + sc->args_off[i], sc->args_len[i]);
 		t->args_off[i + 1] = t->args_off[i] + sc->args_len[i];
-		t->keys[i] = (struct cg_op_key){
-			.hash = t->hash[i], .sig_off = t->sig_off[i],
-			.sig_len = sc->sig_len[i] < CG_KEY_LONG ? (uint16_t)sc->sig_len[i] : CG_KEY_LONG,
-			.args_len = sc->args_len[i] < CG_KEY_LONG ? (uint16_t)sc->args_len[i] : CG_KEY_LONG };
 	}
 	key_insert(ix->by_key, ix->key_mask, t);
 	ix->nchunks++;

@@ -33,15 +33,6 @@ enum cg_chunk_state {
 	CG_CHUNK_DISABLED,  /* eager for good */
 };
 
-/* Op i of a template as matching reads it first: its hash, where its signature starts and both
- * lengths (CG_KEY_LONG: that long or longer, the offsets tell), 16 bytes. */
-struct cg_op_key {
-	uint64_t hash;
-	uint32_t sig_off;
-	uint16_t sig_len, args_len;
-};
-#define CG_KEY_LONG UINT16_MAX
-
 struct cg_chunk {
 	uint64_t key;
 	uint32_t n;
@@ -82,7 +73,6 @@ struct cg_chunk {
 	uint64_t ends_epoch;
 	struct cg_chunk *armed_next;   /* next armed chunk whose first op has the same hash */
 	uint64_t *hash;                /* [n] */
-	struct cg_op_key *keys;        /* [n] what matching an op reads first */
 	uint64_t *changed;             /* [n] bit w: argument word w changed during warmup (the
 	                                  last bit stands for every word from 63 on) */
 	uint32_t args_seen;            /* learning occurrences whose arguments it noted (changed
@@ -93,24 +83,13 @@ struct cg_chunk {
 };
 
 /* Does the op equal op i of the template, as far as a graph node's reuse goes? The argument
- * length is part of it so that held arguments can be compared and patched in place. A
- * candidate's op comes cold to the compare where the program's own work ran between two
- * launches (an interpreter's): its hash, signature offset and lengths are read from one
- * cache line (keys), then its signature bytes. */
+ * length is part of it so that held arguments can be compared and patched in place. */
 static inline bool cg_chunk_op_matches(const struct cg_chunk *t, uint32_t i, const struct cg_op *op,
                                        uint64_t hash)
 {
-	const struct cg_op_key *k = &t->keys[i];
-	if (k->hash != hash)
-		return false;
-	if (k->sig_len == CG_KEY_LONG || k->args_len == CG_KEY_LONG) {
-		if (t->sig_off[i + 1] - k->sig_off != op->sig_len ||
-		    t->args_off[i + 1] - t->args_off[i] != op->args_len)
-			return false;
-	} else if (k->sig_len != op->sig_len || k->args_len != op->args_len) {
-		return false;
-	}
-	return memcmp(t->sig + k->sig_off, op->sig, op->sig_len) == 0;
+	return t->hash[i] == hash && t->sig_off[i + 1] - t->sig_off[i] == op->sig_len &&
+	       t->args_off[i + 1] - t->args_off[i] == op->args_len &&
+	       memcmp(t->sig + t->sig_off[i], op->sig, op->sig_len) == 0;
 }
 
 /* Are `prefix`'s ops the first ops of `t`? */

@@ -26,45 +26,43 @@
 #define CG_LOOP_BOUNDARIES 8  /* latest program boundaries remembered */
 
 struct cg_loop {
-	/* What every push reads or writes comes first, together: where the program's own work
-	 * between launches leaves these cold, they are a few cache lines, not one a field. */
 	/* Over the last `mask + 1` ops: the hash of each op with the CG_PERIOD_CONTEXT - 1 ops
 	 * before it (its context) and with the CG_PERIOD_WIDE - 1 before it (its wide context),
 	 * and where each context and each wide one was last seen (direct-mapped: a collision
 	 * forgets). */
 	struct cg_loop_ctx { uint32_t ctx, wide; } *ring;
 	struct cg_loop_seen { uint32_t ctx, pos; } *seen, *seen_wide;
+	uint32_t mask;
 	uint64_t t;               /* ops pushed */
-	uint64_t grow_at;         /* t at which the ring grows (UINT64_MAX: never again) */
 	uint64_t window, wide;    /* polynomial hashes of the latest CG_PERIOD_CONTEXT and
 	                             CG_PERIOD_WIDE op hashes */
-	uint64_t due_at;          /* op at which the first unit of a short loop ends (UINT64_MAX:
-	                             none): the earliest one seen `warmup` times */
-	uint32_t mask;
-	uint32_t ctx;             /* the latest op's context */
+	uint64_t last[CG_PERIOD_WIDE];  /* those op hashes, by t % CG_PERIOD_WIDE */
 	uint32_t cand, run;       /* hypothesis: ctx[t] == ctx[t - cand] for the last `run` ops */
 	uint32_t period;          /* the period locked on, 0: none yet */
-	uint32_t phase;           /* ops into the current iteration */
+	uint32_t ctx;             /* the latest op's context */
 	uint32_t anchor;          /* the context a chunk ends after (0: none yet) */
-	uint32_t gap;             /* the anchor cuts after this many ops without a pinned cut */
-	uint64_t since;           /* ops since the latest pinned cut (cg_loop_chunk_end) */
 	uint64_t anchor_at;       /* where it was last seen */
-	uint64_t cut_at;          /* ops pushed when the latest cut at the anchor was due */
-	uint64_t iterations;      /* periods completed since the first lock */
-	bool cut;                 /* the op just pushed should end a chunk */
-	bool adopt;               /* the next chunk end becomes the anchor */
-	uint64_t last[CG_PERIOD_WIDE];  /* the latest op hashes, by t % CG_PERIOD_WIDE */
+	uint64_t since;           /* ops since the latest pinned cut (cg_loop_chunk_end) */
+	uint32_t gap;             /* the anchor cuts after this many ops without a pinned cut */
 	uint32_t long_gap;        /* gap in a loop longer than a unit (cg_loop_init) */
 	uint32_t unit_max;        /* longest unit: a chunk */
 	uint32_t warmup;          /* sightings that earn a chunk its graph */
 	uint32_t unit;            /* ops in a chunk of the locked loop (whole periods), 0: the loop
 	                             is longer than a chunk or none is locked */
+	uint64_t due_at;          /* op at which the first unit of a short loop ends (UINT64_MAX:
+	                             none): the earliest one seen `warmup` times */
 	uint32_t boundary_ctx;    /* context of the op before the latest program boundary */
 	uint64_t boundary_at[CG_LOOP_BOUNDARIES];  /* where the op before each of the latest
 	                             boundaries was, by count % CG_LOOP_BOUNDARIES (UINT64_MAX:
 	                             none) */
 	uint32_t boundaries;      /* program boundaries seen */
+	uint32_t phase;           /* ops into the current iteration */
+	uint64_t iterations;      /* periods completed since the first lock */
+	uint64_t cut_at;          /* ops pushed when the latest cut at the anchor was due */
+	bool cut;                 /* the op just pushed should end a chunk */
+	bool adopt;               /* the next chunk end becomes the anchor */
 	uint64_t adopt_at;        /* where adopt was set */
+	uint64_t grow_at;         /* t at which the ring grows (UINT64_MAX: never again) */
 };
 
 /* A loop of this many ops or more is cut into units of one period (a graph of 8 launches saves

@@ -21,7 +21,7 @@
 struct table {
 	struct { _Atomic(CUfunction) key; const struct cg_layout *val; } slot[SLOTS];
 };
-static CG_HOT _Atomic(struct table *) current;
+static _Atomic(struct table *) current;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct cg_layout *all_layouts; /* guarded by lock */
 /* Marks "asked, the driver could not say", so that we ask once. */
@@ -393,7 +393,7 @@ bool cg_layout_first(const struct cg_layout *l, CUcontext ctx)
 	return ctx && seen_claim(l, ctx, &claimed) && claimed;
 }
 
-CG_HOT _Atomic uint64_t cg_layout_limits;
+_Atomic uint64_t cg_layout_limits;
 /* Orders records (cg_layout_accept, rare: only shapes not yet proven) against the lowering of
  * limits (cg_layout_limit_set): a record is made whole before or after a lowering, never across. */
 static pthread_mutex_t limits_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -16,7 +16,7 @@
 #include "policy/control.h"
 #include "policy/engine.h"
 
-CG_HOT int cg_nvtx_state = -1;
+int cg_nvtx_state = -1;
 
 static nvtxDomainHandle_t domain;
 static pthread_once_t domain_once = PTHREAD_ONCE_INIT;

@@ -27,14 +27,6 @@ struct cg_shim {
 };
 extern struct cg_shim cg_shim;
 
-/* On a definition: a global that every launch call reads and that is seldom written (start-up,
- * a new stream, an attribute set). They share a section of their own, which the linker fills
- * with them side by side (an orphan section, gathered by name whatever the link order): where
- * the program's own work between launches leaves them cold, a launch call misses one or two
- * cache lines for all of them, not one each. Globals written often (counters, the pending
- * count) stay out: their writes would take the line from the readers. */
-#define CG_HOT __attribute__((section("cugraft_hot")))
-
 /* This thread's state, all of it, in one block (shim.c defines it), as uftrace keeps its
  * mcount_thread_data. Zero in a new thread; a fork() child keeps the forking thread's. In the
  * static TLS block (initial-exec, also where a file is built without -ftls-model): each access is
@@ -46,10 +38,6 @@ extern struct cg_shim cg_shim;
 #define CG_TLS_STREAM_WAYS 8  /* registry.c: streams this thread looked up last */
 #define CG_TLS_GROUP_STREAMS 8 /* nccl_hooks.c: streams of collectives in an open NCCL group */
 struct cg_tls {
-	/* Every launch call reads the fields up to hooktime's: together at the front, they are two or
-	 * three cache lines where the program's own work between launches leaves them cold, not one
-	 * a field. (Not line-aligned: a library loaded with dlopen takes its initial-exec TLS from a
-	 * small reserve, which alignment padding would spend.) */
 	/* Depth of shim-internal driver calls (backend) and NCCL calls: launches made there are
 	 * not the program's and pass through untouched. */
 	int internal;
@@ -67,8 +55,20 @@ struct cg_tls {
 	uint64_t uid;
 	/* counts.c: this thread's counter block (struct cg_counts), NULL until its first count. */
 	void *counts;
+	/* registry.c: the stream records (struct cg_sstate) this thread looked up last, keyed by
+	 * handle (CUstream), context (CUcontext) and the registry's generation. */
+	struct { void *h, *ctx, *s; unsigned gen; } streams[CG_TLS_STREAM_WAYS];
 	/* layout.c: the latest layout (struct cg_layout) asked for, by its table and function. */
 	struct { const void *table, *f, *layout; } layout;
+	/* nvtx.c: whether this engine call pushed a flush range, the ops the backend submitted
+	 * eagerly in it, and the content of the graph being built. */
+	struct { bool range; uint32_t eager; uint64_t built; } nvtx;
+	/* cuda_backend.c: the host time of this thread's latest graph build and of capturing its
+	 * ops (ns), for its graph_built record (events.c). */
+	struct { uint64_t ns, capture_ns; } build;
+	/* nccl_hooks.c: the NCCL group depth, and the streams (CUstream) of the group's collectives:
+	 * n of them; CG_TLS_GROUP_STREAMS + 1: more than fit, the group's end submits every stream. */
+	struct { int depth, n; void *s[CG_TLS_GROUP_STREAMS]; } nccl_group;
 	/* hooktime.c: launch wrapper calls until the next timed one, the calls the one being timed
 	 * stands for, and the state of the random distances; cuda_backend.c: this thread's host
 	 * time in the graph API so far (builds, patches, graph launches), and its value when the
@@ -78,18 +78,6 @@ struct cg_tls {
 	 * compares before and after. */
 	struct { uint32_t left, weight; uint64_t rng, replay_ns, replay_at, flush_ns, flush_at,
 	         flush_ops, flush_ops_at, submits; } hooktime;
-	/* nvtx.c: whether this engine call pushed a flush range, the ops the backend submitted
-	 * eagerly in it, and the content of the graph being built. */
-	struct { bool range; uint32_t eager; uint64_t built; } nvtx;
-	/* cuda_backend.c: the host time of this thread's latest graph build and of capturing its
-	 * ops (ns), for its graph_built record (events.c). */
-	struct { uint64_t ns, capture_ns; } build;
-	/* registry.c: the stream records (struct cg_sstate) this thread looked up last, keyed by
-	 * handle (CUstream), context (CUcontext) and the registry's generation. */
-	struct { void *h, *ctx, *s; unsigned gen; } streams[CG_TLS_STREAM_WAYS];
-	/* nccl_hooks.c: the NCCL group depth, and the streams (CUstream) of the group's collectives:
-	 * n of them; CG_TLS_GROUP_STREAMS + 1: more than fit, the group's end submits every stream. */
-	struct { int depth, n; void *s[CG_TLS_GROUP_STREAMS]; } nccl_group;
 };
 extern _Thread_local struct cg_tls cg_tls __attribute__((tls_model("initial-exec")));
 /* This thread's number: never reused (pthread_t values are, so a thread started after another

@@ -83,7 +83,7 @@ static const void *libcuda_base;
 /* 0 not started, 1 starting (driver load, then the start-up hooks), 2 ready, 3 no driver. Ready is
  * published (release) only once the shim is built: a thread that sees it (acquire) sees the
  * engine, options, report and flusher; threads arriving meanwhile wait on start_cond. */
-CG_HOT atomic_int cg_driver_state; /* driver.h */
+atomic_int cg_driver_state; /* driver.h */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
 static bool load_only; /* a fork() child of a process that was starting: pass-through, no shim */

@@ -21,7 +21,7 @@
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static struct cg_sstate *streams;   /* live records */
 static struct cg_sstate *recycled;  /* forgotten records, reused for new streams */
-static CG_HOT _Atomic unsigned registry_gen = 1;
+static _Atomic unsigned registry_gen = 1;
 static _Atomic uint64_t next_id = 1;
 
 /* How many streams hold deferred work. */

@@ -489,9 +489,8 @@ static void test_divergence_mid_chunk(void **state)
 	rig_down(&r);
 }
 
-/* Ops whose signature or arguments are 64 KiB or longer (lengths a template's keys do not
- * hold): they match by their full lengths, so a chunk replays them, and an op one byte longer
- * at the same place diverges. */
+/* Ops whose signature or arguments are 64 KiB or longer match by their full lengths: a chunk
+ * replays them, and an op one byte longer at the same place diverges. */
 static void test_long_ops_match_by_length(void **state)
 {
 	(void)state;
