@@ -144,7 +144,8 @@ def table(runs, floors, unit):
             speedup = e_med / med if e_med and med else None
             ratio = "%.3fx" % speedup if speedup else "-"
             pairs = [eager[r][0] / v[0] for r, v in rounds.items() if r in eager and v[0]]
-            paired = "%.3fx" % statistics.median(pairs) if pairs else "-"
+            paired = "%.3fx (%.2f-%.2f)" % (statistics.median(pairs), min(pairs), max(pairs)) \
+                if pairs else "-"
             inprocs = [float(v[3]) for v in rounds.values() if v[3] not in ("", "-")]
             inproc = "%.3fx" % statistics.median(inprocs) if inprocs else "-"
             shares = ", ".join(v[1] for v in rounds.values())
@@ -360,7 +361,9 @@ def main():
         "Each workload runs eagerly and under each setting, interleaved round after round (in",
         "reverse order every other round). *eager*, *cugraft*: the medians of the runs' figures,",
         "%s. *speedup*: eager median over cugraft median; *paired*: the" % a.unit,
-        "median of each round's own ratio; *in-process*: the median of the runs' own controller",
+        "median of each round's own ratio, and in brackets the lowest and the highest of them (the",
+        "spread of one call's rounds: two settings whose brackets overlap are not told apart by",
+        "it); *in-process*: the median of the runs' own controller",
         "figures, the eager epochs' time per op over the graphed epochs' of the same process (a",
         "run's host speed moves both alike; eager epochs still pass through cugraft; \"-\": no probe",
         "ended). *replayed*: the share of ops each cugraft run replayed",

@@ -22,7 +22,7 @@ echo "mb-200: waits                      1.0 per iteration (syncs, copies to or 
 echo "mb-200: the floor                  busy bound at most 2.50x (host-bound) · launch-gap bound at most 1.20x" >> "$tmp/table.txt"
 # and a row of two runs whose controllers ended a probe (as a GPU run's do): 1.100 and 1.300
 printf '%s\n' "syn,eager,1,10,-,-,-" "syn,default,1,9,0.900,graphs,1.100" \
-  "syn,default,2,9,0.900,graphs,1.300" "syn,eager,2,10,-,-,-" >> "$tmp/runs.csv"
+  "syn,default,2,8,0.900,graphs,1.300" "syn,eager,2,10,-,-,-" >> "$tmp/runs.csv"
 python3 "$SRC/bench/results.py" --runs "$tmp/runs.csv" --floors "$tmp/table.txt" --dir "$tmp/results" \
   --gpu "FakeCUDA CPU" --driver 13.0 --cuda 13.0 --date 2026-01-02 --commit abc1234 \
   --command "bench/table --rounds 2 --only mb-200" || fail "results.py exited $?"
@@ -49,6 +49,9 @@ printf '%s\n' "$row" | awk -F' [|] ' -v w="$want" '{ exit !($7 == w) }' ||
   fail "in-process: want $want (the runs' median) in $row"
 grep '^| syn | default |' "$md" | awk -F' [|] ' '{ exit !($7 == "1.200x") }' ||
   fail "in-process: want 1.200x, the median of 1.100 and 1.300, in $(grep '^| syn | default |' "$md")"
+# paired: the median of the rounds' own ratios (10/9 and 10/8), and their lowest and highest
+grep '^| syn | default |' "$md" | awk -F' [|] ' '{ exit !($6 == "1.181x (1.11-1.25)") }' ||
+  fail "paired: want 1.181x (1.11-1.25) in $(grep '^| syn | default |' "$md")"
 [ "$(grep -c '^| mb-200 | ' "$md")" -eq 12 ] || fail "want 2 table rows, 2 replay cost rows, 2 wait cost rows and 6 runs"
 # What the replays cost: each cugraft run's CSV line carries its summary's ops replayed and the
 # host time of its graph launches, patches and builds; the section sets their medians per op
