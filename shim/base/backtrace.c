@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,32 @@
 #endif
 
 #define CG_BACKTRACE_MAX 64
+#define CG_OWN_FRAMES_MAX 16 /* the shim's deepest path to a record is about 10 frames */
+
+#if defined(CG_HAVE_LIBUNWIND) || defined(CG_GLIBC_BACKTRACE)
+/* Whether pc (a return address) lies in the object at `base`. */
+static bool in_object(void *pc, const void *base)
+{
+	Dl_info info;
+	return dladdr((void *)((uintptr_t)pc - 1), &info) != 0 && info.dli_fbase == base;
+}
+
+/* How many frames of all[first..n) cugraft itself added: its innermost ones in its own object,
+ * all but the outermost of them, the entry point the program called. A record is written deep
+ * inside the shim (a boundary that ends a learning chunk, a flush), and the depth the user asks
+ * for is the program's. -1 where that cannot be told: every frame in one object (the shim linked
+ * into a test program), or the innermost frame not in the shim's. */
+static int own_frames(void *const *all, int first, int n)
+{
+	Dl_info self;
+	if (dladdr((void *)(uintptr_t)cg_backtrace_capture, &self) == 0)
+		return -1;
+	int k = first;
+	while (k < n && in_object(all[k], self.dli_fbase))
+		k++;
+	return k == first || k == n ? -1 : k - 1 - first;
+}
+#endif
 
 __attribute__((noinline)) int cg_backtrace_capture(void **pcs, int max, int skip)
 {
@@ -33,7 +60,8 @@ __attribute__((noinline)) int cg_backtrace_capture(void **pcs, int max, int skip
 	void *all[CG_BACKTRACE_MAX + 1];
 	if (max <= 0 || skip < 0)
 		return 0;
-	int want = max + skip + 4;  /* room for the frames below our return address */
+	/* room for the frames below our return address and for the shim's own (own_frames) */
+	int want = max + skip + 4 + CG_OWN_FRAMES_MAX;
 	if (want > CG_BACKTRACE_MAX + 1)
 		want = CG_BACKTRACE_MAX + 1;
 #ifdef CG_GLIBC_BACKTRACE
@@ -50,7 +78,8 @@ __attribute__((noinline)) int cg_backtrace_capture(void **pcs, int max, int skip
 		first++;
 	if (first == n)
 		first = 1;
-	first += skip;
+	int own = own_frames(all, first, n);
+	first += own >= 0 ? own : skip;
 	if (n <= first)
 		return 0;
 	n -= first;

@@ -5,8 +5,11 @@
 
 struct cg_json;
 
-/* Fills pcs with up to max return addresses of the caller's stack, dropping the caller's own
- * `skip` innermost frames (cg_backtrace_capture itself is never included). Returns the count. */
+/* Fills pcs with up to max return addresses of the program's stack from the call into cugraft
+ * outwards: the shim's own frames come off but the entry point the program called. Where the
+ * whole stack is one object (the shim linked into a test program), the caller's `skip`
+ * innermost frames come off instead (cg_backtrace_capture itself is never included). Returns
+ * the count. */
 int cg_backtrace_capture(void **pcs, int max, int skip);
 
 /* "key":["function+0xoff (library)", ...]; frames without a symbol read "?? (library+0xoff)",
