@@ -13,7 +13,7 @@ static const struct {
 } cg_cmds[] = {
 	{ "run", cg_cmd_run, "run a program with cugraft preloaded" },
 	{ "report", cg_cmd_report, "render one or more report files (ranks merged)" },
-	{ "profile", cg_cmd_profile, "count a program's launches and syncs per iteration (nothing graphed)" },
+	{ "profile", cg_cmd_profile, "find a program's step and what graphs could gain at most (nothing graphed)" },
 	{ "demo", cg_cmd_demo, "run the bundled workload eagerly and under cugraft, compare" },
 };
 
