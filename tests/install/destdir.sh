@@ -2,7 +2,7 @@
 # A Meson install staged with DESTDIR, and the same tree moved elsewhere: its `cugraft run`
 # preloads the staged library into a program on the CPU fake driver (which it replays from
 # graphs) and its `cugraft demo` gives bitwise-equal results, both found relative to the
-# command itself (tools/launch.c).
+# command itself (tools/launch.c); the installed pages link to each other.
 # usage: destdir.sh BUILDDIR PREFIX BINDIR PROGRAM
 set -u
 BUILD=$1 PREFIX=$2 BINDIR=$3 PROG=$4
@@ -33,6 +33,27 @@ check() {   # $1: the root of the staged tree
 	printf '%s\n' "$out" | grep -q "results    bitwise equal" || fail "no equality line"
 	echo "$1: cugraft run replays from graphs; cugraft demo bitwise equal"
 }
+# The installed pages link to each other as in the sources (README.md at the top, docs/ below
+# it); links to what is not installed (bench/, shim/) are left out.
+docs=$(find "$T/stage" -path '*/share/doc/cugraft' -type d | head -1)
+[ -n "$docs" ] && [ -f "$docs/README.md" ] || fail "no README.md under share/doc/cugraft"
+python3 - "$docs" > "$T/links" <<'PY' || fail "installed pages link to pages not where they are: $(head -5 "$T/links")"
+import os, re, sys
+top = sys.argv[1]
+pages = [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs if f.endswith(".md")]
+names = {os.path.basename(p) for p in pages}
+bad = []
+for p in pages:
+    for target in re.findall(r"\]\(([^)#\s]+)", open(p, encoding="utf-8").read()):
+        parts = target.split("/")
+        if "://" in target or os.path.basename(target) not in names or \
+                {"bench", "shim", "policy", "tests", "tools"} & set(parts):
+            continue
+        if not os.path.exists(os.path.join(os.path.dirname(p), target)):
+            bad.append("%s -> %s" % (os.path.relpath(p, top), target))
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
 check "$T/stage"
 mv "$T/stage" "$T/moved"
 check "$T/moved"
