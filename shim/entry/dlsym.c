@@ -62,6 +62,17 @@ static void *hand_out(void *real, const char *name)
 	return cg_handout(real, name);
 }
 
+/* hand_out, for a lookup of the caller that found `real`. glibc left no error for its dlerror()
+ * then; any there is now came from the shim's own lookups while it started inside this call (an
+ * entry point this driver lacks): it is not the caller's, and goes. */
+static void *answer(void *real, const char *name)
+{
+	void *value = hand_out(real, name);
+	if (real)
+		dlerror();
+	return value;
+}
+
 /* glibc answers RTLD_DEFAULT and RTLD_NEXT from the scope of the object that called dlsym, which
  * it finds by the return address: a lookup made from here would search libcugraft's scope (the
  * global one only), and a library opened RTLD_LOCAL would miss its own dependencies. Those go to
@@ -104,7 +115,7 @@ CG_NO_SANITIZE struct cg_dl_route cg_dlsym_route(void *handle, const char *name)
 	void *real = cg_real_dlsym(handle, name);
 	if (handle == RTLD_DEFAULT && !(real && name[0] == 'c' && in_libcuda_file(real)))
 		return r;
-	r.value = hand_out(real, name);
+	r.value = answer(real, name);
 	r.tail = NULL;
 	return r;
 }
@@ -123,7 +134,7 @@ CG_NO_SANITIZE struct cg_dl_route cg_dlvsym_route(void *handle, const char *name
 	void *real = cg_real_dlvsym(handle, name, version);
 	if (handle == RTLD_DEFAULT && !(real && name[0] == 'c' && in_libcuda_file(real)))
 		return r;
-	r.value = hand_out(real, name);
+	r.value = answer(real, name);
 	r.tail = NULL;
 	return r;
 }
