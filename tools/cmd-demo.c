@@ -13,6 +13,7 @@
 #include "cugraft.h"
 #include "reportfile.h"
 #include "policy/reason.h"
+#include "shim/base/options.h"
 
 /* In a forked child, so that a broken driver cannot hurt the command. */
 static bool cg_demo_have_gpu(void)
@@ -93,6 +94,25 @@ static void cg_demo_reasons(const struct cg_counts *fb)
 	}
 }
 
+/* --report PATH: the report appends, so this run's starts afresh there; a file that is not a
+ * cugraft report (its first line a header record) is the user's, and stays. True: go on. */
+static bool replaceable(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return true;
+	char head[32] = "";
+	size_t n = fread(head, 1, sizeof head - 1, f);
+	fclose(f);
+	head[n] = '\0';
+	static const char header[] = "{\"event\":\"header\"";
+	if (n == 0 || strncmp(head, header, sizeof header - 1) == 0)
+		return true;
+	fprintf(stderr, "cugraft demo: --report %s: the file is there and is not a cugraft report; "
+	        "name another, or remove it\n", path);
+	return false;
+}
+
 int cg_cmd_demo(int argc, char **argv)
 {
 	const char *iters = NULL, *report = NULL;
@@ -108,6 +128,13 @@ int cg_cmd_demo(int argc, char **argv)
 			return strcmp(argv[i], "--help") == 0 ? 0 : 2;
 		}
 	}
+	long long iters_n;
+	if (iters && cg_parse_int(iters, 1, 1000000, &iters_n) != 0) {
+		fprintf(stderr, "cugraft demo: --iters %s: want an integer in [1, 1000000]\n", iters);
+		return 2;
+	}
+	if (report && !replaceable(report))
+		return 2;
 	char *work = cg_tool_demo_work();
 	char *lib = cg_tool_library();
 	if (work == NULL || lib == NULL)   /* (it said where it looked) */
