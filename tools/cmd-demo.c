@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,10 +95,17 @@ static void cg_demo_reasons(const struct cg_counts *fb)
 	}
 }
 
-/* --report PATH: the report appends, so this run's starts afresh there; a file that is not a
- * cugraft report (its first line a header record) is the user's, and stays. True: go on. */
+/* --report PATH: one file, named as given (no %p or %r: the demo reads it back by that name).
+ * The report appends, so this run's starts afresh there; a file that is not a cugraft report
+ * (its first line a header record) is the user's, and stays. True: go on. */
 static bool replaceable(const char *path)
 {
+	struct stat st;
+	if (strchr(path, '%') || (stat(path, &st) == 0 && !S_ISREG(st.st_mode))) {
+		fprintf(stderr, "cugraft demo: --report %s: want the path of one file (no %%p or %%r)\n",
+		        path);
+		return false;
+	}
 	FILE *f = fopen(path, "r");
 	if (f == NULL)
 		return true;

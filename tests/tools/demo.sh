@@ -26,4 +26,9 @@ echo "my notes" > "$tmp/keep.txt"
 "$CG" demo --iters 3 --report "$tmp/r.jsonl" > /dev/null 2>&1 && "$CG" demo --iters 3 --report "$tmp/r.jsonl" > /dev/null 2>&1 ||
   { echo "FAIL: demo --report over its own earlier report exited $?"; exit 1; }
 [ "$(grep -c '"event":"header"' "$tmp/r.jsonl")" -eq 1 ] || { echo "FAIL: the report was not started afresh"; exit 1; }
+for bad in "$tmp/r-%p.jsonl" "$tmp"; do
+  "$CG" demo --iters 3 --report "$bad" > "$tmp/out" 2>&1; rc=$?
+  [ "$rc" -eq 2 ] && grep -q "want the path of one file" "$tmp/out" ||
+    { echo "FAIL: demo --report $bad: exit $rc: $(head -3 "$tmp/out")"; exit 1; }
+done
 echo "bad --iters refused; a file not a report kept; an old report replaced"
