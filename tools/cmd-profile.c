@@ -276,6 +276,11 @@ int cg_cmd_profile(int argc, char **argv)
 	}
 	if (i < argc && strcmp(argv[i], "--") == 0)
 		i++;
+	else if (i < argc && argv[i][0] == '-') {
+		fprintf(stderr, "cugraft profile: unknown option %s\nusage: cugraft profile -- CMD ARGS...\n",
+		        argv[i]);
+		return 2;
+	}
 	if (i >= argc) {
 		fprintf(stderr, "usage: cugraft profile -- CMD ARGS...\n");
 		return 2;
@@ -293,6 +298,7 @@ int cg_cmd_profile(int argc, char **argv)
 	snprintf(pattern, sizeof pattern, "%s/%%p.jsonl", dir);
 	struct cg_env env[] = {
 		{ "LD_PRELOAD", cg_preload_value(lib) },
+		{ "CUGRAFT_DISABLE", "0" },   /* the profile needs the library on */
 		{ "CUGRAFT_RECORD_ONLY", "1" },
 		{ "CUGRAFT_PROFILE", "1" },
 		{ "CUGRAFT_REPORT", pattern },
@@ -302,7 +308,9 @@ int cg_cmd_profile(int argc, char **argv)
 	struct cg_profile best = { 0 };
 	size_t worked = 0;
 	cg_profile_collect(dir, &m, &best, &worked);
-	cg_profile_print(&m, &best, worked);
+	/* a command that could not be run (cg_spawn said why) has nothing to profile */
+	if (!(worked == 0 && (status == 126 || status == 127)))
+		cg_profile_print(&m, &best, worked);
 	cg_merged_free(&m);
 	return status;
 }

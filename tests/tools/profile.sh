@@ -161,3 +161,14 @@ out=$("$CG" profile -- sh -c 'exit 3'); rc=$?
 [ "$rc" -eq 3 ] || fail "exit status 3 came back as $rc"
 expect "$out" "no summary was written"
 echo "exit status and a program without CUDA"
+# The user's CUGRAFT_DISABLE=1 does not turn the profile off; an unknown option before the command
+# is refused (exit 2), not run as the command; a command not found says only that (exit 127).
+out=$(CUGRAFT_DISABLE=1 "$CG" profile -- "$PROG" --iters 30) || fail "exit $? with CUGRAFT_DISABLE=1"
+expect "$out" "iteration                  25 launches and 7 boundaries"
+err=$("$CG" profile --bogus -- true 2>&1); rc=$?
+[ "$rc" -eq 2 ] && printf '%s\n' "$err" | grep -q "unknown option --bogus" || fail "profile --bogus: exit $rc: $err"
+err=$("$CG" profile -- /nonexistent/program 2>&1); rc=$?
+[ "$rc" -eq 127 ] || fail "profile of a missing command exited $rc"
+refuse "$err" "cugraft profile \\(record-only|did not use CUDA"
+echo "disabled by the user, profiled all the same; --bogus refused; a missing command exits 127"
+
