@@ -88,16 +88,56 @@ static const char *cg_type_name(const struct jv *v)
 	return names[v->type];
 }
 
-/* The first number member of a summary that is not a number, named on stderr; NULL if none. */
+/* Summary members of other shapes: objects of counts by name, objects, arrays. */
+static const struct { const char *key; enum jv_type type; bool counts; } cg_shaped[] = {
+	{ "fallbacks", JV_OBJ, true }, { "boundaries", JV_OBJ, true },
+	{ "entry_points", JV_OBJ, true }, { "unclassified_entry_points", JV_OBJ, true },
+	{ "control", JV_OBJ, false }, { "devices", JV_ARR, false }, { "streams", JV_ARR, false },
+	{ "kernels", JV_ARR, false }, { "divergence_sites", JV_ARR, false },
+};
+
+/* The shape summary member `key` must have (its entry of cg_shaped), or NULL. */
+static int cg_shape_of(const char *key)
+{
+	for (size_t i = 0; i < sizeof cg_shaped / sizeof cg_shaped[0]; i++)
+		if (strcmp(cg_shaped[i].key, key) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* The first member of a summary of the wrong type (a number that is none, an object or array
+ * that is none, a count in an object of counts that is no number), each named on stderr; NULL
+ * if none. */
 static const char *cg_summary_mistyped(const struct jv *s, const char *path, size_t lineno)
 {
+	static const char *const want[] = { [JV_NUM] = "a number", [JV_OBJ] = "an object",
+	                                    [JV_ARR] = "an array" };
 	const char *first = NULL;
 	for (size_t i = 0; i < s->n; i++) {
-		const char *key = cg_number_key(s->keys[i]);
-		if (key == NULL || s->items[i]->type == JV_NUM)
+		const struct jv *v = s->items[i];
+		const char *key = cg_number_key(s->keys[i]), *inner = NULL;
+		enum jv_type type = JV_NUM;
+		int shape = key ? -1 : cg_shape_of(s->keys[i]);
+		if (shape >= 0) {
+			key = cg_shaped[shape].key;
+			type = cg_shaped[shape].type;
+		}
+		if (key == NULL)
 			continue;
-		fprintf(stderr, "cugraft report: %s:%zu: the summary's \"%s\" is %s, not a number\n", path,
-		        lineno, key, cg_type_name(s->items[i]));
+		if (v->type == type && shape >= 0 && cg_shaped[shape].counts)
+			for (size_t k = 0; k < v->n && inner == NULL; k++)
+				if (v->items[k]->type != JV_NUM) {
+					inner = v->keys[k];
+					v = v->items[k];
+				}
+		if (v->type == type && inner == NULL)
+			continue;
+		if (inner)
+			fprintf(stderr, "cugraft report: %s:%zu: the summary's \"%s\" has \"%s\" %s, not a "
+			        "number\n", path, lineno, key, inner, cg_type_name(v));
+		else
+			fprintf(stderr, "cugraft report: %s:%zu: the summary's \"%s\" is %s, not %s\n", path,
+			        lineno, key, cg_type_name(v), want[type]);
 		if (first == NULL)
 			first = key;
 	}

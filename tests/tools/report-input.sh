@@ -47,4 +47,20 @@ grep -q "$T/typed:2: the summary's \"ops\" is a string, not a number" "$T/err" |
 grep -q "no summary record" "$T/out" && fail "typed: taken for a missing summary: $(cat "$T/out")"
 grep -q "the summary's \"ops\" is not a number" "$T/out" || fail "typed: $(cat "$T/out")"
 echo "a wrongly typed summary field: named"
+
+# Summary members of other shapes: a list for an object of counts, a count that is no number,
+# an object for a list. Each is named; the exit status says so.
+for bad in '"fallbacks":[1,2]|"fallbacks" is an array, not an object' \
+           '"fallbacks":{"learning":"x"}|"fallbacks" has "learning" a string, not a number' \
+           '"kernels":{"a":1}|"kernels" is an object, not an array' \
+           '"control":"graphs"|"control" is a string, not an object'; do
+  member=${bad%%|*} said=${bad#*|}
+  printf '{"event":"header","t":0,"pid":1,"rank":0}\n{"event":"summary","t":1,"pid":1,"ops":12,"launches":3,%s}\n' \
+    "$member" > "$T/shaped"
+  "$CG" report "$T/shaped" > "$T/out" 2> "$T/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "$member: exit $rc, want 1"
+  grep -qF "$T/shaped:2: the summary's $said" "$T/err" || fail "$member: stderr: $(cat "$T/err")"
+done
+echo "summary members of the wrong shape: named"
 exit $failed
