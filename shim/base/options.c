@@ -13,7 +13,7 @@
 #include "json.h"
 #include "log.h"
 
-#define CG_OPT_STR_LEN 1024
+#define CG_OPT_SHOWN 80  /* at most this much of a value a warning repeats */
 
 static const struct cg_opt_info cg_opt_table[CG_OPT_COUNT] = {
 #define X(id, name_, kind_, def_, min_, max_, doc_) \
@@ -237,8 +237,9 @@ static int cg_option_set(enum cg_opt o, const char *val)
 		long long v;
 		rc = cg_parse_int(val, in->min, in->max, &v);
 		if (rc == -ERANGE) {
-			cg_log(CG_LOG_WARN, "%s=%s is outside [%lld, %lld]; using %lld", in->name, val,
-			       in->min, in->max, v);
+			int shown = (int)strnlen(val, CG_OPT_SHOWN);
+			cg_log(CG_LOG_WARN, "%s=%.*s%s is outside [%lld, %lld]; using %lld", in->name,
+			       shown, val, val[shown] ? "..." : "", in->min, in->max, v);
 			cg_opt_num[o] = v;
 			return 0;
 		}
@@ -268,8 +269,10 @@ static int cg_option_set(enum cg_opt o, const char *val)
 		break;
 	}
 	if (rc != 0) {
-		cg_log(CG_LOG_WARN, "%s=%s ignored: %s; keeping the default \"%s\"", in->name, val,
-		       why, in->def);
+		/* the value cut short where long, so that why and the default still fit the line */
+		int shown = (int)strnlen(val, CG_OPT_SHOWN);
+		cg_log(CG_LOG_WARN, "%s=%.*s%s ignored: %s; keeping the default \"%s\"", in->name, shown,
+		       val, val[shown] ? "..." : "", why, in->def);
 		return rc;
 	}
 	if (in->kind == CG_OPT_KIND_STR || in->kind == CG_OPT_KIND_LEVEL)

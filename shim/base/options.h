@@ -65,6 +65,8 @@ void cg_options_help(FILE *out);
  * optional K/M/G suffix (x1000, x1e6, x1e9: the options count things and microseconds, not
  * bytes); a value outside [min, max], including one beyond long long, is clamped and -ERANGE
  * returned with the clamped value stored. */
+/* A text option's longest value, its terminating NUL in: a longer one is ignored. */
+#define CG_OPT_STR_LEN 1024
 int cg_parse_bool(const char *s, bool *out);
 int cg_parse_int(const char *s, long long min, long long max, long long *out);
 int cg_parse_level(const char *s, int *out);

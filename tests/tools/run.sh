@@ -47,6 +47,9 @@ for bad in "--warmup abc" "--chunk 0" "--chunk 12Q" "--log loud" "--scope kernel
 	"$T/tools/cugraft" run $bad -- true 2>/dev/null; rc=$?
 	[ "$rc" -eq 2 ] || fail "'run $bad' exited $rc, want 2"
 done
+long=$(printf 'q%.0s' $(seq 1100))
+"$T/tools/cugraft" run --report "$long.jsonl" -- true 2>/dev/null; rc=$?
+[ "$rc" -eq 2 ] || fail "'run --report' with a 1106-character path exited $rc, want 2"
 "$T/tools/cugraft" run -- /nonexistent/cmd 2>/dev/null; rc=$?
 [ "$rc" -eq 127 ] || fail "missing command exited $rc, want 127"
 "$T/tools/cugraft" run 2>/dev/null; rc=$?
