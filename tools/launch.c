@@ -41,15 +41,35 @@ struct cg_tool_places {
 	const char *installed; /* absolute, the configured prefix (empty: none) */
 };
 
+/* Whether `path` starts as an ELF object does. */
+static bool cg_is_elf(const char *path)
+{
+	unsigned char magic[4] = { 0 };
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return false;
+	size_t n = fread(magic, 1, sizeof magic, f);
+	fclose(f);
+	return n == sizeof magic && memcmp(magic, "\177ELF", 4) == 0;
+}
+
 static char *cg_tool_look(const struct cg_tool_places *p, bool quiet)
 {
 	const char *set = p->variable ? getenv(p->variable) : NULL;
 	if (set != NULL && *set != '\0') {
-		if (access(set, F_OK) == 0)
-			return strdup(set);
-		if (!quiet)
-			fprintf(stderr, "cugraft: %s not found: %s=%s does not exist\n", p->what, p->variable, set);
-		return NULL;
+		if (access(set, F_OK) != 0) {
+			if (!quiet)
+				fprintf(stderr, "cugraft: %s not found: %s=%s does not exist\n", p->what,
+				        p->variable, set);
+			return NULL;
+		}
+		if (!cg_is_elf(set)) {   /* ld.so would skip it, and the job run without it */
+			if (!quiet)
+				fprintf(stderr, "cugraft: %s=%s is no shared library (no ELF header)\n",
+				        p->variable, set);
+			return NULL;
+		}
+		return strdup(set);
 	}
 	const char *rel[] = { p->build, p->relative };
 	for (size_t i = 0; i < 2; i++) {

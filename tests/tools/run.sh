@@ -47,6 +47,11 @@ for bad in "--warmup abc" "--chunk 0" "--chunk 12Q" "--log loud" "--scope kernel
 	"$T/tools/cugraft" run $bad -- true 2>/dev/null; rc=$?
 	[ "$rc" -eq 2 ] || fail "'run $bad' exited $rc, want 2"
 done
+# CUGRAFT_LIBRARY naming a file that is no shared library: refused, not passed to ld.so (which
+# would ignore it and run the job without cugraft)
+err=$(CUGRAFT_LIBRARY=/etc/passwd "$T/tools/cugraft" run -- true 2>&1); rc=$?
+[ "$rc" -eq 1 ] && printf '%s\n' "$err" | grep -q "CUGRAFT_LIBRARY=/etc/passwd is no shared library" ||
+	fail "CUGRAFT_LIBRARY=/etc/passwd: exit $rc: $err"
 long=$(printf 'q%.0s' $(seq 1100))
 "$T/tools/cugraft" run --report "$long.jsonl" -- true 2>/dev/null; rc=$?
 [ "$rc" -eq 2 ] || fail "'run --report' with a 1106-character path exited $rc, want 2"
