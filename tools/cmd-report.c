@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cugraft.h"
 #include "reportfile.h"
@@ -535,6 +536,20 @@ static void cg_print_process(const struct cg_rproc *p, size_t index, size_t k, s
 	printf("\n");
 }
 
+/* The earlier argument that names the same file as argv[i] (a path given twice, or a link to
+ * it), or NULL: its processes would be counted twice. */
+static const char *cg_named_before(int argc, char **argv, int i)
+{
+	struct stat st, earlier;
+	if (stat(argv[i], &st) != 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	for (int j = 1; j < i && j < argc; j++)
+		if (strcmp(argv[j], "--json") != 0 && stat(argv[j], &earlier) == 0 &&
+		    earlier.st_dev == st.st_dev && earlier.st_ino == st.st_ino)
+			return argv[j];
+	return NULL;
+}
+
 int cg_cmd_report(int argc, char **argv)
 {
 	bool json = false;
@@ -565,6 +580,11 @@ int cg_cmd_report(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			continue;
+		const char *again = cg_named_before(argc, argv, i);
+		if (again != NULL) {
+			fprintf(stderr, "cugraft report: %s is %s again: read once\n", argv[i], again);
+			continue;
+		}
 		struct cg_rfile f;
 		if (!cg_rfile_load(&f, argv[i])) {
 			status = 1;

@@ -98,7 +98,8 @@ echo "fallback records counted one each"
 # Divergence sites with names that look like the reader's own site keys, wrong types, numbers
 # out of range, no count: the good ones merged by site, the others dropped, --json valid.
 summary "$T/sites.jsonl" '"ops":9,"divergence_sites":[{"expected":"3 4 5:ab","got":"c:d","at":1,"ops":2,"count":4},{"expected":7,"got":"x","at":1,"ops":2,"count":1},{"expected":"a","got":"b","at":-1,"ops":2,"count":1},{"expected":"a","got":"b","at":1e99,"ops":2,"count":1},"junk",{"expected":"","got":"","at":0,"ops":0}]'
-"$CG" report --json "$T/sites.jsonl" "$T/sites.jsonl" > "$T/out.json" 2> "$T/err" || fail "--json exit $? on odd sites"
+cp "$T/sites.jsonl" "$T/sites2.jsonl"   # (two files: one named twice is read once)
+"$CG" report --json "$T/sites.jsonl" "$T/sites2.jsonl" > "$T/out.json" 2> "$T/err" || fail "--json exit $? on odd sites"
 valid_json "$T/out.json" sites
 expect "$(cat "$T/out.json")" '"divergence_sites":[{"expected":"3 4 5:ab","got":"c:d","at":1,"ops":2,"count":8}]'
 out=$("$CG" report "$T/sites.jsonl") || fail "exit $? on odd sites"

@@ -54,4 +54,12 @@ RANK=abc CUGRAFT_REPORT=$T/rank.jsonl LD_PRELOAD=$LIB timeout 60 "$PROG" --iters
 [ "$(grep -c 'RANK=abc' "$T/rank.err")" = 1 ] || fail "RANK=abc: not one warning: $(cat "$T/rank.err")"
 grep -q '"rank":0' "$T/rank.jsonl" || fail "RANK=abc: the header's rank is not 0"
 echo "RANK=abc: one warning"
+
+# The same file given twice (or through a link) is read once: its processes counted once.
+ln -s "$T/rank.jsonl" "$T/link.jsonl"
+n=$("$CG" report --json "$T/rank.jsonl" "$T/rank.jsonl" "$T/link.jsonl" 2> "$T/twice.err" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"])')
+[ "$n" = 1 ] || fail "one file named three times: $n processes"
+[ "$(grep -c 'again: read once' "$T/twice.err")" = 2 ] || fail "twice: $(cat "$T/twice.err")"
+echo "a file named twice: read once"
 exit $failed
