@@ -52,8 +52,8 @@ static int cg_run_check(const char *flag, enum cg_opt o, const char *value)
 		return -1;
 	case CG_OPT_KIND_STR:
 		if (strlen(value) >= CG_OPT_STR_LEN) {
-			fprintf(stderr, "cugraft run: %s %.80s...: want at most %d characters\n", flag, value,
-			        CG_OPT_STR_LEN - 1);
+			fprintf(stderr, "cugraft run: %s %.*s...: want at most %d characters\n", flag,
+			        CG_OPT_SHOWN, value, CG_OPT_STR_LEN - 1);
 			return -1;
 		}
 		if (o != CG_OPT_SCOPE || cg_scope_parse(value, &sc, &why) == 0)

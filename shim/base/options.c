@@ -13,7 +13,6 @@
 #include "json.h"
 #include "log.h"
 
-#define CG_OPT_SHOWN 80  /* at most this much of a value a warning repeats */
 
 static const struct cg_opt_info cg_opt_table[CG_OPT_COUNT] = {
 #define X(id, name_, kind_, def_, min_, max_, doc_) \

@@ -67,6 +67,9 @@ void cg_options_help(FILE *out);
  * returned with the clamped value stored. */
 /* A text option's longest value, its terminating NUL in: a longer one is ignored. */
 #define CG_OPT_STR_LEN 1024
+/* At most this much of a bad value a warning repeats ("..." after it): why, and the default
+ * kept, still fit the line. */
+#define CG_OPT_SHOWN 80
 int cg_parse_bool(const char *s, bool *out);
 int cg_parse_int(const char *s, long long min, long long max, long long *out);
 int cg_parse_level(const char *s, int *out);
