@@ -106,15 +106,10 @@ static bool replaceable(const char *path)
 		        path);
 		return false;
 	}
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return true;
-	char head[32] = "";
-	size_t n = fread(head, 1, sizeof head - 1, f);
-	fclose(f);
-	head[n] = '\0';
 	static const char header[] = "{\"event\":\"header\"";
-	if (n == 0 || strncmp(head, header, sizeof header - 1) == 0)
+	char head[sizeof header - 1];
+	size_t n = cg_file_head(path, head, sizeof head);   /* 0: none there, or empty */
+	if (n == 0 || (n == sizeof head && memcmp(head, header, sizeof head) == 0))
 		return true;
 	fprintf(stderr, "cugraft demo: --report %s: the file is there and is not a cugraft report; "
 	        "name another, or remove it\n", path);

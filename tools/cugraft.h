@@ -11,6 +11,9 @@ int cg_cmd_report(int argc, char **argv);
 int cg_cmd_profile(int argc, char **argv);
 int cg_cmd_demo(int argc, char **argv);
 
+/* The first bytes of file `path`, up to n, into buf; the count read (0: none, or no such file). */
+size_t cg_file_head(const char *path, void *buf, size_t n);
+
 /* What the command runs, found relative to its own executable (/proc/self/exe) so that a
  * build tree, a DESTDIR staging tree, a wheel's environment or an unpacked tarball work where
  * they are: beside it as in the build tree, then as installed (tools/meson.build: the install

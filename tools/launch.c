@@ -41,16 +41,22 @@ struct cg_tool_places {
 	const char *installed; /* absolute, the configured prefix (empty: none) */
 };
 
+size_t cg_file_head(const char *path, void *buf, size_t n)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return 0;
+	size_t got = fread(buf, 1, n, f);
+	fclose(f);
+	return got;
+}
+
 /* Whether `path` starts as an ELF object does. */
 static bool cg_is_elf(const char *path)
 {
-	unsigned char magic[4] = { 0 };
-	FILE *f = fopen(path, "rb");
-	if (f == NULL)
-		return false;
-	size_t n = fread(magic, 1, sizeof magic, f);
-	fclose(f);
-	return n == sizeof magic && memcmp(magic, "\177ELF", 4) == 0;
+	unsigned char magic[4];
+	return cg_file_head(path, magic, sizeof magic) == sizeof magic &&
+	       memcmp(magic, "\177ELF", 4) == 0;
 }
 
 static char *cg_tool_look(const struct cg_tool_places *p, bool quiet)
